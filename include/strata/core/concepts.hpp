@@ -1,0 +1,221 @@
+#pragma once
+/// @file
+/// @brief The concepts strata is built on. Each is assembled from named
+/// `detail::` pieces so that when a type falls short, the compiler names the
+/// requirement it missed (e.g. `has_name`, `has_kv_get`) rather than a wall of
+/// substitution failures.
+
+#include <strata/core/byte_reader.hpp>
+#include <strata/core/bytes.hpp>
+
+#include <concepts>
+#include <optional>
+#include <ranges>
+#include <string_view>
+#include <type_traits>
+
+namespace strata {
+
+// ---------------------------------------------------------------- stores --
+
+namespace detail {
+template <class S>
+concept has_name = requires(const S& s) {
+    { s.name() } -> std::convertible_to<std::string_view>;
+};
+template <class S>
+concept has_flush = requires(S& s) { s.flush(); };
+template <class S>
+concept has_close = requires(S& s) { s.close(); };
+template <class S>
+concept has_persistent = requires(const S& s) {
+    { s.persistent() } -> std::convertible_to<bool>;
+};
+template <class S, class U>
+concept has_apply = requires(S& s, U&& u) { s.apply(static_cast<U&&>(u)); };
+
+template <class S>
+concept has_kv_types = requires {
+    typename S::key_type;
+    typename S::mapped_type;
+};
+template <class S>
+concept has_kv_get = requires(const S& s, const typename S::key_type& k) {
+    { s.get(k) } -> std::same_as<std::optional<typename S::mapped_type>>;
+};
+template <class S>
+concept has_kv_put = requires(S& s, const typename S::key_type& k, const typename S::mapped_type& v) {
+    s.put(k, v);
+};
+template <class S>
+concept has_kv_erase = requires(S& s, const typename S::key_type& k) {
+    { s.erase(k) } -> std::same_as<bool>;
+};
+template <class S>
+concept has_kv_range = requires(const S& s, const typename S::key_type& k) {
+    { s.range(k, k) } -> std::ranges::input_range;
+    { s.all() } -> std::ranges::input_range;
+};
+}  // namespace detail
+
+/// @brief Anything strata can decorate: it has a name. Optional hooks, found
+/// by concept checks: `flush()`, `close()`, `persistent()` (the store keeps
+/// its data across restarts, so restore starts at its checkpoint).
+template <class S>
+concept state_store = std::is_object_v<S> && detail::has_name<S>;
+
+/// @brief A store that applies updates of type U with `s.apply(u)`. The
+/// store's other members are its own business; updates are what strata
+/// must see to log them.
+template <class S, class U>
+concept store_for = state_store<S> && detail::has_apply<S, U>;
+
+/// @brief A key-value store: `get(k) -> optional<V>`, `put(k, v)`,
+/// `erase(k) -> bool` (true if the key was there).
+///
+/// Laws: after `put(k, v)`, `get(k) == v`; after `erase(k)`, `get(k)` is empty;
+/// operations on one key do not change the value of another.
+template <class S>
+concept kv_store = state_store<S> && detail::has_kv_types<S> && detail::has_kv_get<S> &&
+                   detail::has_kv_put<S> && detail::has_kv_erase<S>;
+
+/// @brief A kv store with ordered iteration: `range(lo, hi)` (both ends
+/// inclusive) and `all()`, each an input range of (key, value) pairs in
+/// ascending key order.
+template <class S>
+concept ordered_kv_store = kv_store<S> && detail::has_kv_range<S>;
+
+/// @brief Whether a store keeps its own data across restarts.
+template <class S>
+[[nodiscard]] constexpr bool is_persistent(const S& s) {
+    if constexpr (detail::has_persistent<S>) return static_cast<bool>(s.persistent());
+    else return false;
+}
+
+// -------------------------------------------------------------- updates --
+
+/// @brief The update `put(key, value)`, for kv stores driven by `apply`.
+template <class K, class V>
+struct put_op {
+    K key;
+    V value;
+};
+template <class K, class V>
+put_op(K, V) -> put_op<K, V>;
+
+/// @brief The update `erase(key)`, for kv stores driven by `apply`.
+template <class K>
+struct erase_op {
+    K key;
+};
+template <class K>
+erase_op(K) -> erase_op<K>;
+
+// ---------------------------------------------------------------- serdes --
+
+/// @brief Customization point: `serde<T>` has `static void write(const T&, byte_buffer&)`
+/// and `static T read(byte_reader&)`. strata specializes it for arithmetic types,
+/// strings, vectors, optionals and Boost.Hana structs; users specialize it for
+/// types strata does not know (like fmt's `formatter<T>`).
+template <class T, class Enable = void>
+struct serde;
+
+namespace detail {
+template <class S, class T>
+concept has_serde_write = requires(const T& v, byte_buffer& out) { S::write(v, out); };
+template <class S, class T>
+concept has_serde_read = requires(byte_reader& in) {
+    { S::read(in) } -> std::same_as<T>;
+};
+}  // namespace detail
+
+/// @brief S writes T to bytes and reads it back.
+///
+/// Law: `read(write(v)) == v`, consuming exactly the bytes written.
+template <class S, class T>
+concept serde_for = detail::has_serde_write<S, T> && detail::has_serde_read<S, T>;
+
+/// @brief T has a serde: `serde<T>` is specialized for it.
+template <class T>
+concept serializable = serde_for<serde<T>, T>;
+
+// ------------------------------------------------------------ changelogs --
+
+namespace detail {
+template <class L>
+concept has_append = requires(L& l, const record_view& r) { l.append(r); };
+template <class L>
+concept has_log_flush = requires(L& l) {
+    { l.flush() } -> std::same_as<offset_t>;
+};
+template <class L>
+concept has_end_offset = requires(const L& l) {
+    { l.end_offset() } -> std::same_as<offset_t>;
+};
+template <class L>
+concept has_replay = requires(L& l, offset_t from) {
+    { l.replay(from) } -> std::ranges::input_range;
+    requires std::convertible_to<std::ranges::range_reference_t<decltype(l.replay(from))>, record_view>;
+};
+}  // namespace detail
+
+/// @brief Where records go to survive a crash.
+///
+/// - `append(record_view)`: buffers a copy of the record; not yet durable.
+/// - `flush() -> offset_t`: makes every appended record durable and returns
+///   the durable end: one past the offset of the last durable record.
+/// - `end_offset() -> offset_t`: one past the last record appended.
+/// - `replay(from)`: an input range of `record_view`s with offsets >= from,
+///   in offset order. Each view is valid until the iterator moves on.
+///
+/// Laws: records replay in the order appended, each exactly as appended;
+/// after `flush()` returns n, a reopened log replays every record below n.
+template <class L>
+concept changelog = detail::has_append<L> && detail::has_log_flush<L> &&
+                    detail::has_end_offset<L> && detail::has_replay<L>;
+
+// ---------------------------------------------------------------- codecs --
+
+namespace detail {
+template <class C, class S, class U>
+concept has_touched = requires(const C& c, const S& s, const U& u) {
+    { c.touched(s, u) } -> std::ranges::input_range;
+    requires std::convertible_to<std::ranges::range_reference_t<decltype(c.touched(s, u))>,
+                                 const typename C::key_type&>;
+};
+template <class C>
+concept has_write_key = requires(const C& c, const typename C::key_type& k, byte_buffer& out) {
+    c.write_key(k, out);
+};
+template <class C, class S>
+concept has_write_value =
+    requires(const C& c, const S& s, const typename C::key_type& k, byte_buffer& out) {
+        { c.write_value(s, k, out) } -> std::same_as<bool>;
+    };
+template <class C, class S>
+concept has_restore = requires(const C& c, S& s, const record_view& r) { c.restore(s, r); };
+}  // namespace detail
+
+/// @brief How the state of store S maps onto changelog records.
+///
+/// - `C::key_type`: the key of one unit of state (a map key, a row's primary key).
+/// - `c.write_key(k, out)`: the record key of unit k.
+/// - `c.write_value(s, k, out) -> bool`: the current state of unit k; false
+///   when k no longer exists (the record is a tombstone).
+/// - `c.restore(s, r)`: re-creates the unit of state that record r carries.
+///
+/// Law (restore): for every history h of updates, restoring a fresh store from
+/// the records written for h gives the state h leaves; and since each record
+/// carries a whole unit's current state, so does restoring from only the
+/// latest record of each key (a compacted changelog).
+template <class C, class S>
+concept changelog_codec = std::is_object_v<C> && requires { typename C::key_type; } &&
+                          detail::has_write_key<C> && detail::has_write_value<C, S> &&
+                          detail::has_restore<C, S>;
+
+/// @brief C also knows which units an update of type U touches:
+/// `c.touched(before, u)`, evaluated before u is applied, is a range of keys.
+template <class C, class S, class U>
+concept changelog_codec_for = changelog_codec<C, S> && detail::has_touched<C, S, U>;
+
+}  // namespace strata

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every system package strata's build, tests, demo and
+# benchmarks need. Safe to run again: it only installs what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev librange-v3-dev catch2
+  librdkafka-dev kcat libbenchmark-dev
+  maven openjdk-17-jdk-headless
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+# A JDK and Maven may come with the machine rather than from Debian: accept them.
+filtered=()
+for p in "${missing[@]}"; do
+  case "$p" in
+    maven) command -v mvn >/dev/null 2>&1 || filtered+=("$p") ;;
+    openjdk-17-jdk-headless) command -v java >/dev/null 2>&1 || filtered+=("$p") ;;
+    *) filtered+=("$p") ;;
+  esac
+done
+
+if ((${#filtered[@]})); then
+  echo "strata setup: installing ${filtered[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${filtered[@]}"
+else
+  echo "strata setup: all system packages present"
+fi
