@@ -1,0 +1,100 @@
+#pragma once
+/// @file
+/// @brief `kv_codec<K, V>`: the changelog codec of a key-value store, derived
+/// from the serdes of its key and value.
+///
+/// One record per key: the record key is `encode(k)`, the record value is
+/// `encode(v)` of the key's current value, or a tombstone once the key is
+/// gone. Keys and values are written as whole records (see
+/// serde/encode.hpp), so a `std::string` key is its raw bytes and a
+/// `std::int64_t` key is 8 bytes big-endian, exactly as Kafka's
+/// StringSerializer and LongSerializer write them: a Kafka Streams
+/// application with the same serdes can read the changelog, and the other
+/// way round.
+
+#include <strata/core/bytes.hpp>
+#include <strata/core/concepts.hpp>
+#include <strata/serde/encode.hpp>
+
+#include <concepts>
+#include <span>
+
+namespace strata {
+
+namespace detail {
+/// S is a kv store whose keys are K and whose values are V.
+template <class S, class K, class V>
+concept kv_store_of = kv_store<S> && std::same_as<typename S::key_type, K> &&
+                      std::same_as<typename S::mapped_type, V>;
+}  // namespace detail
+
+/// @brief The changelog codec of every kv store with keys K and values V.
+///
+/// Its members are templates over the store, so one codec serves a bare
+/// store and any store decorated around it alike. It holds no state.
+/// @tparam K the key type; needs a serde
+/// @tparam V the value type; needs a serde
+template <class K, class V>
+class kv_codec {
+    static_assert(serializable<K>,
+                  "strata::kv_codec<K, V>: no serde for the key type K: specialize strata::serde<K> "
+                  "or define K with BOOST_HANA_DEFINE_STRUCT");
+    static_assert(serializable<V>,
+                  "strata::kv_codec<K, V>: no serde for the value type V: specialize strata::serde<V> "
+                  "or define V with BOOST_HANA_DEFINE_STRUCT");
+
+public:
+    /// @brief A unit of state is one key.
+    using key_type = K;
+
+    /// @brief A put changes exactly its own key.
+    /// @returns a view of `u.key`, valid as long as u is
+    template <class S>
+        requires detail::kv_store_of<S, K, V>
+    [[nodiscard]] std::span<const K, 1> touched(const S&, const put_op<K, V>& u) const noexcept {
+        return std::span<const K, 1>(&u.key, 1);
+    }
+
+    /// @brief An erase changes exactly its own key (whether or not it was there:
+    /// a tombstone for a missing key is harmless and keeps the codec blind to
+    /// the store's contents).
+    /// @returns a view of `u.key`, valid as long as u is
+    template <class S>
+        requires detail::kv_store_of<S, K, V>
+    [[nodiscard]] std::span<const K, 1> touched(const S&, const erase_op<K>& u) const noexcept {
+        return std::span<const K, 1>(&u.key, 1);
+    }
+
+    /// @brief Appends the record key of k: `encode(k)`.
+    void write_key(const K& k, byte_buffer& out) const { encode(k, out); }
+
+    /// @brief Appends the current value of k, read from the store.
+    /// @returns false if k is absent: the record is a tombstone
+    template <class S>
+        requires detail::kv_store_of<S, K, V>
+    [[nodiscard]] bool write_value(const S& s, const K& k, byte_buffer& out) const {
+        const auto v = s.get(k);
+        if (!v) return false;
+        encode(*v, out);
+        return true;
+    }
+
+    /// @brief Re-creates one key during restore: a value is put, a tombstone erases.
+    /// @throws serde_error if the record's key or value is not a K or a V
+    template <class S>
+        requires detail::kv_store_of<S, K, V>
+    void restore(S& s, const record_view& r) const {
+        const K k = decode<K>(r.key);
+        if (r.is_tombstone()) {
+            static_cast<void>(s.erase(k));  // false (already absent) is fine
+        } else {
+            s.put(k, decode<V>(*r.value));
+        }
+    }
+};
+
+/// @brief The kv_codec matching a kv store's key and value types.
+template <kv_store S>
+using kv_codec_of = kv_codec<typename S::key_type, typename S::mapped_type>;
+
+}  // namespace strata

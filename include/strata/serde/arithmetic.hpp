@@ -1,0 +1,133 @@
+#pragma once
+/// @file
+/// @brief Serdes for integers, `bool`, `float`, `double` and `std::byte`.
+///
+/// Fixed width, big-endian, byte for byte what Kafka's Java serdes write
+/// (ShortSerializer, IntegerSerializer, LongSerializer, FloatSerializer,
+/// DoubleSerializer, BooleanSerializer), so a changelog or topic written by
+/// strata reads in Java and the other way round:
+///
+/// | type                 | bytes | encoding                                  |
+/// |----------------------|-------|-------------------------------------------|
+/// | 8..64-bit integers   | 1..8  | two's complement, most significant first  |
+/// | `bool`               | 1     | 0x00 or 0x01; any other byte is an error  |
+/// | `float`, `double`    | 4, 8  | IEEE-754 bits, most significant first     |
+/// | `std::byte`          | 1     | as is                                     |
+///
+/// Floating point values keep their exact bits, NaN payloads included. Java's
+/// DoubleSerializer folds every NaN into 0x7ff8000000000000 before writing;
+/// strata reads that (and every other NaN) back as a NaN.
+
+#include <strata/core/byte_reader.hpp>
+#include <strata/core/bytes.hpp>
+#include <strata/core/concepts.hpp>
+
+#include <bit>
+#include <climits>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace strata {
+
+namespace detail {
+
+/// Appends the sizeof(U) bytes of u, most significant first. Shifts instead
+/// of memcpy, so the result does not depend on the host's byte order.
+template <std::unsigned_integral U>
+void write_big_endian(U u, byte_buffer& out) {
+    constexpr std::size_t n = sizeof(U);
+    const std::size_t at = out.size();
+    out.resize(at + n);
+    for (std::size_t i = 0; i < n; ++i)
+        out[at + i] = static_cast<std::byte>(static_cast<unsigned char>(u >> (CHAR_BIT * (n - 1 - i))));
+}
+
+/// Reads sizeof(U) bytes written by write_big_endian (throws if too few remain).
+template <std::unsigned_integral U>
+[[nodiscard]] U read_big_endian(byte_reader& in) {
+    U u = 0;
+    for (std::byte b : in.take(sizeof(U)))
+        u = static_cast<U>((u << CHAR_BIT) | std::to_integer<unsigned char>(b));
+    return u;
+}
+
+template <class T>
+concept serde_integer = std::integral<T> && !std::same_as<T, bool> && std::is_same_v<T, std::remove_cv_t<T>>;
+
+template <class T>
+concept serde_floating = std::same_as<T, float> || std::same_as<T, double>;
+
+}  // namespace detail
+
+/// @brief Integers of every width, signed or unsigned: big-endian two's
+/// complement, as Kafka's ShortSerializer, IntegerSerializer and
+/// LongSerializer write them.
+template <class T>
+    requires detail::serde_integer<T>
+struct serde<T> {
+    using unsigned_type = std::make_unsigned_t<T>;
+    static constexpr std::size_t min_size = sizeof(T);
+
+    static void write(const T& v, byte_buffer& out) {
+        // Signed to unsigned conversion is modular: it yields the two's complement bits.
+        detail::write_big_endian(static_cast<unsigned_type>(v), out);
+    }
+    [[nodiscard]] static T read(byte_reader& in) {
+        // Unsigned to signed conversion is modular too since C++20: no overflow.
+        return static_cast<T>(detail::read_big_endian<unsigned_type>(in));
+    }
+};
+
+/// @brief `bool`: one byte, 0x00 or 0x01, as Kafka's BooleanSerializer.
+/// Any other byte is rejected: accepting it would make two different
+/// encodings of one value, and a compacted changelog compares bytes.
+template <>
+struct serde<bool> {
+    static constexpr std::size_t min_size = 1;
+
+    static void write(const bool& v, byte_buffer& out) { out.push_back(static_cast<std::byte>(v ? 1 : 0)); }
+    [[nodiscard]] static bool read(byte_reader& in) {
+        const std::size_t at = in.position();
+        const auto b = std::to_integer<unsigned>(in.take(1)[0]);
+        if (b > 1) {
+            throw serde_error(in.type_name(), at,
+                              "a bool must be the byte 0x00 or 0x01, found " + std::to_string(b));
+        }
+        return b == 1;
+    }
+};
+
+/// @brief `float` and `double`: their IEEE-754 bits, big-endian, as Kafka's
+/// FloatSerializer and DoubleSerializer write them.
+template <class T>
+    requires detail::serde_floating<T>
+struct serde<T> {
+    static_assert(std::numeric_limits<T>::is_iec559,
+                  "strata: float and double serdes need IEEE-754 floating point");
+    using bits_type = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    static_assert(sizeof(bits_type) == sizeof(T));
+    static constexpr std::size_t min_size = sizeof(T);
+
+    static void write(const T& v, byte_buffer& out) {
+        detail::write_big_endian(std::bit_cast<bits_type>(v), out);
+    }
+    [[nodiscard]] static T read(byte_reader& in) {
+        return std::bit_cast<T>(detail::read_big_endian<bits_type>(in));
+    }
+};
+
+/// @brief `std::byte`: itself. Makes `std::vector<std::byte>` (a
+/// `byte_buffer`) serializable as a length-prefixed blob.
+template <>
+struct serde<std::byte> {
+    static constexpr std::size_t min_size = 1;
+
+    static void write(const std::byte& v, byte_buffer& out) { out.push_back(v); }
+    [[nodiscard]] static std::byte read(byte_reader& in) { return in.take(1)[0]; }
+};
+
+}  // namespace strata
