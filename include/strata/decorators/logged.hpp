@@ -1,0 +1,277 @@
+#pragma once
+/// @file
+/// @brief `logged`: writes the current state of every unit an update touches
+/// to a changelog, so the store can be rebuilt after a crash.
+
+#include <strata/codec/default_codec.hpp>
+#include <strata/core/concepts.hpp>
+#include <strata/decorators/closure.hpp>
+#include <strata/decorators/detail/held.hpp>
+#include <strata/decorators/layer.hpp>
+#include <strata/restore/checkpoint.hpp>
+#include <strata/restore/restore.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace strata {
+
+/// @brief Options of the logged layer.
+struct logged_options {
+    /// Where flush() records the durable changelog offset. A persistent store
+    /// restores from there; without it, restore always starts at offset 0.
+    std::optional<std::filesystem::path> checkpoint;
+    /// The changelog partition this store instance owns (its key in the checkpoint).
+    std::int32_t partition = 0;
+    /// Records between two restore progress reports.
+    std::uint64_t restore_batch_records = 10'000;
+};
+
+/// @brief The store Inner, whose updates are written to the changelog Log
+/// through Codec.
+///
+/// After `apply(u)`, one record per unit that u touched carries that unit's
+/// current state (or a tombstone), so replaying the changelog, or only its
+/// latest record per key, rebuilds the state.
+template <class Inner, class LogHolder, class Codec>
+class logged_store {
+public:
+    static constexpr layer_kind kind = layer_kind::logged;
+    using inner_type = Inner;
+    using codec_type = Codec;
+    /// The key of one unit of state, as the codec sees it.
+    using log_key_type = typename Codec::key_type;
+
+    logged_store(Inner inner, LogHolder log, Codec codec, logged_options opts)
+        : inner_(std::move(inner)), log_(std::move(log)), codec_(std::move(codec)), opts_(std::move(opts)) {}
+
+    [[nodiscard]] std::string_view name() const noexcept { return inner_.name(); }
+
+    /// @brief Applies u to the inner store and logs every unit it touched.
+    /// The touched keys are taken before u is applied, so a delete logs the
+    /// rows it removes.
+    template <class U>
+    void apply(const U& u) {
+        apply_unlogged(u, [this](const log_key_type& k) { log_key(k); });
+    }
+
+    /// @brief Applies u without writing records, handing each touched key to
+    /// `on_touched`. The cache uses it to write each key once per flush.
+    template <class U, class OnTouched>
+    void apply_unlogged(const U& u, OnTouched&& on_touched) {
+        static_assert(store_for<Inner, const U&>,
+                      "strata::logged: the inner store has no apply() for this update type");
+        static_assert(changelog_codec_for<Codec, Inner, U>,
+                      "strata::logged: the codec cannot say which keys this update touches; give it "
+                      "a member `touched(const Store&, const Update&)` returning a range of keys");
+        // Keys first: an update may remove what it touches.
+        auto&& keys = codec_.touched(std::as_const(inner_), u);
+        inner_.apply(u);
+        for (const log_key_type& k : keys) on_touched(k);
+    }
+
+    /// @brief Appends the record of unit k in its current state: its value,
+    /// or a tombstone when k no longer exists.
+    void log_key(const log_key_type& k) {
+        key_buf_.clear();
+        value_buf_.clear();
+        codec_.write_key(k, key_buf_);
+        const bool live = codec_.write_value(std::as_const(inner_), k, value_buf_);
+        record_view r{key_buf_, std::nullopt};
+        if (live) r.value = bytes_view(value_buf_);
+        log().append(r);
+        ++records_written_;
+    }
+
+    // ---- kv operations, when the inner store has them
+    template <class S = Inner>
+        requires kv_store<S>
+    [[nodiscard]] auto get(const typename S::key_type& k) const {
+        return inner_.get(k);
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    void put(const typename S::key_type& k, const typename S::mapped_type& v) {
+        inner_.put(k, v);
+        log_key(k);
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    bool erase(const typename S::key_type& k) {
+        const bool existed = inner_.erase(k);
+        log_key(k);  // a tombstone even when absent, as Kafka Streams does: cheap and always safe
+        return existed;
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    void put_unlogged(const typename S::key_type& k, const typename S::mapped_type& v) {
+        inner_.put(k, v);
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    bool erase_unlogged(const typename S::key_type& k) {
+        return inner_.erase(k);
+    }
+    template <class S = Inner>
+        requires ordered_kv_store<S>
+    [[nodiscard]] auto range(const typename S::key_type& lo, const typename S::key_type& hi) const {
+        return inner_.range(lo, hi);
+    }
+    template <class S = Inner>
+        requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
+    [[nodiscard]] auto all() const {
+        return inner_.all();
+    }
+
+    /// @brief Makes every record written so far durable, flushes the inner
+    /// store, then checkpoints the durable offset. The checkpoint comes last:
+    /// it may only name an offset the store and changelog both hold.
+    /// @returns the durable end offset of the changelog
+    offset_t flush() {
+        const offset_t durable = log().flush();
+        if constexpr (detail::has_flush<Inner>) inner_.flush();
+        if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(name(), opts_.partition, durable);
+        return durable;
+    }
+
+    /// @brief Rebuilds the inner store from the changelog: from the checkpoint
+    /// when the store is persistent and one exists, else from offset 0.
+    template <restore_listener Listener = null_restore_listener>
+    restore_progress restore(Listener&& listener = {}) {
+        offset_t from = 0;
+        if (opts_.checkpoint && is_persistent(inner_))
+            from = checkpoint_file(*opts_.checkpoint).load(name(), opts_.partition).value_or(0);
+        return restore_from(inner_, log(), codec_, restore_options{from, opts_.restore_batch_records},
+                            std::forward<Listener>(listener));
+    }
+
+    void close() {
+        if constexpr (detail::has_close<Inner>) inner_.close();
+    }
+    [[nodiscard]] bool persistent() const { return is_persistent(inner_); }
+
+    /// @brief Records appended since this layer was built.
+    [[nodiscard]] std::uint64_t records_written() const noexcept { return records_written_; }
+    [[nodiscard]] auto& changelog() noexcept { return log(); }
+    [[nodiscard]] const Codec& codec() const noexcept { return codec_; }
+    [[nodiscard]] const logged_options& options() const noexcept { return opts_; }
+
+    [[nodiscard]] Inner& base() & noexcept { return inner_; }
+    [[nodiscard]] const Inner& base() const& noexcept { return inner_; }
+    [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
+
+    template <class F>
+    decltype(auto) query(F&& f) const {
+        return strata::query(*this, std::forward<F>(f));
+    }
+
+private:
+    auto& log() noexcept { return log_.get(); }
+
+    Inner inner_;
+    LogHolder log_;
+    Codec codec_;
+    logged_options opts_;
+    byte_buffer key_buf_;
+    byte_buffer value_buf_;
+    std::uint64_t records_written_ = 0;
+};
+
+namespace detail {
+/// Stands for "the store's default codec" until the store type is known.
+struct use_default_codec {};
+}  // namespace detail
+
+/// @brief The closure that `logged(log[, codec][, options])` returns.
+template <class LogArg, class CodecArg>
+class logged_closure : public layer_closure<logged_closure<LogArg, CodecArg>> {
+public:
+    static constexpr layer_kind kind = layer_kind::logged;
+
+    template <class L>
+    logged_closure(L&& log, CodecArg codec, logged_options opts)
+        : log_(std::forward<L>(log)), codec_(std::move(codec)), opts_(std::move(opts)) {}
+
+    template <class S>
+    auto wrap(S&& s) const& {
+        return build(std::forward<S>(s), log_, codec_, opts_);
+    }
+    template <class S>
+    auto wrap(S&& s) && {
+        return build(std::forward<S>(s), std::move(log_), std::move(codec_), std::move(opts_));
+    }
+
+private:
+    template <class S, class H, class C>
+    static auto build(S&& s, H&& log, C&& codec, logged_options opts) {
+        using store = std::remove_cvref_t<S>;
+        if constexpr (std::is_same_v<CodecArg, detail::use_default_codec>) {
+            static_assert(has_default_codec_v<store>,
+                          "strata::logged: no changelog codec for this store. Pass one, "
+                          "`logged(log, my_codec{})`, or declare `using codec_type = my_codec;` "
+                          "in the store, or specialize strata::store_traits<Store>");
+            if constexpr (has_default_codec_v<store>)
+                return finish<store>(std::forward<S>(s), std::forward<H>(log), default_codec_t<store>{},
+                                     std::move(opts));
+        } else {
+            return finish<store>(std::forward<S>(s), std::forward<H>(log), std::forward<C>(codec),
+                                 std::move(opts));
+        }
+    }
+    template <class Store, class S, class H, class C>
+    static auto finish(S&& s, H&& log, C&& codec, logged_options opts) {
+        using codec_t = std::remove_cvref_t<C>;
+        static_assert(changelog_codec<codec_t, Store>,
+                      "strata::logged: the codec does not fit this store. A codec needs `key_type`, "
+                      "`write_key(key, out)`, `write_value(const Store&, key, out) -> bool` and "
+                      "`restore(Store&, record_view)` (see strata::changelog_codec)");
+        return logged_store<Store, detail::held_for<LogArg>, codec_t>(
+            Store(std::forward<S>(s)), detail::held_for<LogArg>(std::forward<H>(log)),
+            std::forward<C>(codec), std::move(opts));
+    }
+
+    detail::held_for<LogArg> log_;
+    CodecArg codec_;
+    logged_options opts_;
+};
+
+namespace detail {
+template <class L>
+void check_changelog() {
+    static_assert(changelog<std::remove_cvref_t<L>>,
+                  "strata::logged: the argument is not a changelog. It needs `append(record_view)`, "
+                  "`flush() -> offset_t`, `end_offset() -> offset_t` and `replay(from)` "
+                  "(see strata::changelog)");
+}
+}  // namespace detail
+
+/// @brief `store | logged(log)`: log with the store's default codec.
+/// A changelog passed as an lvalue is referenced (it must outlive the store);
+/// an rvalue is moved into the store.
+template <class L>
+    requires(!state_store<std::remove_cvref_t<L>>)
+auto logged(L&& log, logged_options opts = {}) {
+    detail::check_changelog<L>();
+    return logged_closure<L, detail::use_default_codec>(std::forward<L>(log), {}, std::move(opts));
+}
+
+/// @brief `store | logged(log, codec)`: log through an explicit codec.
+template <class L, class Codec>
+    requires(!state_store<std::remove_cvref_t<L>> && !std::is_same_v<std::remove_cvref_t<Codec>, logged_options>)
+auto logged(L&& log, Codec codec, logged_options opts = {}) {
+    detail::check_changelog<L>();
+    return logged_closure<L, Codec>(std::forward<L>(log), std::move(codec), std::move(opts));
+}
+
+/// @brief `logged(store, log, ...)`: the direct form of `store | logged(log, ...)`.
+template <class S, class L, class... Rest>
+    requires state_store<std::remove_cvref_t<S>>
+auto logged(S&& store, L&& log, Rest&&... rest) {
+    return std::forward<S>(store) | logged(std::forward<L>(log), std::forward<Rest>(rest)...);
+}
+
+}  // namespace strata

@@ -1,0 +1,244 @@
+#pragma once
+/// @file
+/// @brief `metered`: counts and times every store operation, and reports the
+/// cache's hit ratio and restore progress, in a metrics registry.
+
+#include <strata/core/concepts.hpp>
+#include <strata/decorators/cached.hpp>
+#include <strata/decorators/closure.hpp>
+#include <strata/decorators/layer.hpp>
+#include <strata/decorators/logged.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/metrics/timer.hpp>
+#include <strata/restore/restore.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace strata {
+
+/// @brief The store Inner, with every operation timed into
+/// `strata_store_operation_seconds{store, op}` (whose `_count` is the number
+/// of operations), records written into `strata_changelog_records_total`,
+/// cache hits and misses, and the progress and rate of a restore.
+///
+/// The registry must outlive the store. Metric names:
+/// - strata_store_operation_seconds{store,op}: histogram; op is apply, get,
+///   put, erase, range, flush or restore
+/// - strata_changelog_records_total{store}: records the logged layer wrote
+/// - strata_cache_hits_total, strata_cache_misses_total{store}; strata_cache_hit_ratio{store}
+/// - strata_restore_records_total{store}: records the running or last restore reads, at most
+/// - strata_restore_records_restored{store}; strata_restore_records_per_second{store}
+template <class Inner>
+class metered_store {
+    static constexpr bool has_cache = has_layer_v<Inner, layer_kind::cached>;
+    static constexpr bool has_log = has_layer_v<Inner, layer_kind::logged>;
+
+public:
+    static constexpr layer_kind kind = layer_kind::metered;
+    using inner_type = Inner;
+
+    metered_store(Inner inner, metrics::registry& reg)
+        : inner_(std::move(inner)), m_(reg, std::string(inner_.name())) {}
+
+    [[nodiscard]] std::string_view name() const noexcept { return inner_.name(); }
+
+    template <class U>
+    void apply(const U& u) {
+        observed(m_.apply, [&] { inner_.apply(u); });
+    }
+
+    template <class S = Inner>
+        requires kv_store<S>
+    [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
+        metrics::timer t(*m_.get);
+        if constexpr (has_cache) {
+            const auto hits_before = cache().stats().hits;
+            auto v = inner_.get(k);
+            (cache().stats().hits != hits_before ? m_.hits : m_.misses)->inc();
+            return v;
+        } else {
+            return inner_.get(k);
+        }
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    void put(const typename S::key_type& k, const typename S::mapped_type& v) {
+        observed(m_.put, [&] { inner_.put(k, v); });
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    bool erase(const typename S::key_type& k) {
+        return observed(m_.erase, [&] { return inner_.erase(k); });
+    }
+    /// Times the creation of the range; the view is lazy, so iterating it is
+    /// the caller's time.
+    template <class S = Inner>
+        requires ordered_kv_store<S>
+    [[nodiscard]] auto range(const typename S::key_type& lo, const typename S::key_type& hi) const {
+        metrics::timer t(*m_.range);
+        return inner_.range(lo, hi);
+    }
+    template <class S = Inner>
+        requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
+    [[nodiscard]] auto all() const {
+        metrics::timer t(*m_.range);
+        return inner_.all();
+    }
+
+    auto flush() {
+        return observed(m_.flush, [&] {
+            if constexpr (detail::has_flush<Inner>) return inner_.flush();
+        });
+    }
+
+    /// @brief Restores the layers beneath, publishing progress and rate as
+    /// gauges while it runs and passing every report on to `listener`.
+    template <restore_listener Listener = null_restore_listener>
+        requires requires(Inner& s, null_restore_listener l) { s.restore(l); }
+    auto restore(Listener&& listener = {}) {
+        metering_listener<std::remove_reference_t<Listener>> ml{m_, listener, clock::now()};
+        metrics::timer t(*m_.restore);
+        return inner_.restore(ml);
+    }
+
+    void close() {
+        if constexpr (detail::has_close<Inner>) inner_.close();
+    }
+    [[nodiscard]] bool persistent() const { return is_persistent(inner_); }
+
+    [[nodiscard]] metrics::registry& registry() const noexcept { return *m_.registry; }
+
+    [[nodiscard]] Inner& base() & noexcept { return inner_; }
+    [[nodiscard]] const Inner& base() const& noexcept { return inner_; }
+    [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
+
+    template <class F>
+    decltype(auto) query(F&& f) const {
+        return strata::query(*this, std::forward<F>(f));
+    }
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    /// The store's metrics, looked up once: the hot path touches only these.
+    struct instruments {
+        instruments(metrics::registry& reg, const std::string& store) : registry(&reg) {
+            const auto op = [&](const char* name) {
+                return &reg.histogram_for("strata_store_operation_seconds",
+                                          "Latency of store operations, by store and operation",
+                                          {{"store", store}, {"op", name}});
+            };
+            apply = op("apply");
+            get = op("get");
+            put = op("put");
+            erase = op("erase");
+            range = op("range");
+            flush = op("flush");
+            restore = op("restore");
+            records = &reg.counter_for("strata_changelog_records_total",
+                                       "Changelog records written by the store", {{"store", store}});
+            hits = &reg.counter_for("strata_cache_hits_total", "Reads answered by the cache", {{"store", store}});
+            misses = &reg.counter_for("strata_cache_misses_total", "Reads the cache passed to the store beneath",
+                                      {{"store", store}});
+            reg.callback_gauge("strata_cache_hit_ratio", "Cache hits over reads", {{"store", store}},
+                               [h = hits, m = misses] {
+                                   const auto reads = h->value() + m->value();
+                                   return reads == 0 ? 0.0 : static_cast<double>(h->value()) / static_cast<double>(reads);
+                               });
+            restore_total = &reg.gauge_for("strata_restore_records_total",
+                                           "Records the running or last restore reads at most", {{"store", store}});
+            restore_done = &reg.gauge_for("strata_restore_records_restored",
+                                          "Records the running or last restore has applied", {{"store", store}});
+            restore_rate = &reg.gauge_for("strata_restore_records_per_second",
+                                          "Records per second of the running or last restore", {{"store", store}});
+        }
+        metrics::registry* registry;
+        metrics::histogram *apply, *get, *put, *erase, *range, *flush, *restore;
+        metrics::counter *records, *hits, *misses;
+        metrics::gauge *restore_total, *restore_done, *restore_rate;
+    };
+
+    template <class Listener>
+    struct metering_listener {
+        const instruments& m;
+        Listener& user;
+        clock::time_point start;
+
+        void publish(const restore_progress& p) const {
+            m.restore_done->set(static_cast<double>(p.records_done));
+            const std::chrono::duration<double> elapsed = clock::now() - start;
+            if (elapsed.count() > 0) m.restore_rate->set(static_cast<double>(p.records_done) / elapsed.count());
+        }
+        void on_restore_start(const restore_progress& p) {
+            m.restore_total->set(static_cast<double>(p.records_total));
+            m.restore_done->set(0);
+            user.on_restore_start(p);
+        }
+        void on_batch_restored(const restore_progress& p) {
+            publish(p);
+            user.on_batch_restored(p);
+        }
+        void on_restore_end(const restore_progress& p) {
+            publish(p);
+            user.on_restore_end(p);
+        }
+    };
+
+    const auto& cache() const { return layer<cached_store>(inner_); }
+
+    [[nodiscard]] std::uint64_t records_below() const noexcept {
+        if constexpr (has_log) return layer<logged_store>(inner_).records_written();
+        else return 0;
+    }
+
+    /// Times f and counts the changelog records it caused.
+    template <class F>
+    decltype(auto) observed(metrics::histogram* h, F&& f) {
+        const std::uint64_t before = records_below();
+        struct count_records {
+            const metered_store& self;
+            std::uint64_t before;
+            ~count_records() {
+                if (const auto n = self.records_below() - before) self.m_.records->inc(n);
+            }
+        } counting{*this, before};
+        metrics::timer t(*h);
+        return std::forward<F>(f)();
+    }
+
+    Inner inner_;
+    instruments m_;
+};
+
+/// @brief The closure that `metered(registry)` returns.
+class metered_closure : public layer_closure<metered_closure> {
+public:
+    static constexpr layer_kind kind = layer_kind::metered;
+    explicit metered_closure(metrics::registry& reg) noexcept : reg_(&reg) {}
+
+    template <class S>
+    auto wrap(S&& s) const {
+        using store = std::remove_cvref_t<S>;
+        return metered_store<store>(store(std::forward<S>(s)), *reg_);
+    }
+
+private:
+    metrics::registry* reg_;
+};
+
+/// @brief `store | metered(registry)`. The registry must outlive the store.
+inline metered_closure metered(metrics::registry& reg) noexcept { return metered_closure(reg); }
+
+/// @brief `metered(store, registry)`: the direct form of `store | metered(registry)`.
+template <class S>
+    requires state_store<std::remove_cvref_t<S>>
+auto metered(S&& store, metrics::registry& reg) {
+    return std::forward<S>(store) | metered(reg);
+}
+
+}  // namespace strata

@@ -1,0 +1,89 @@
+#pragma once
+/// @file
+/// @brief Rebuilding a store from its changelog, with progress reports.
+
+#include <strata/core/concepts.hpp>
+
+#include <cstdint>
+#include <string_view>
+
+namespace strata {
+
+/// @brief What a restore reports while it runs.
+///
+/// `records_total` is `to - from`, the span of offsets to read; a compacted
+/// changelog has gaps, so the records actually restored may end below it.
+struct restore_progress {
+    std::string_view store;
+    offset_t from = 0;               ///< first offset read
+    offset_t to = 0;                 ///< end offset taken when the restore began
+    offset_t position = 0;           ///< one past the last offset restored so far
+    std::uint64_t records_done = 0;  ///< records applied so far
+    std::uint64_t records_total = 0; ///< upper bound: to - from
+};
+
+namespace detail {
+template <class L>
+concept has_restore_start = requires(L& l, const restore_progress& p) { l.on_restore_start(p); };
+template <class L>
+concept has_batch_restored = requires(L& l, const restore_progress& p) { l.on_batch_restored(p); };
+template <class L>
+concept has_restore_end = requires(L& l, const restore_progress& p) { l.on_restore_end(p); };
+}  // namespace detail
+
+/// @brief Receives restore progress: `on_restore_start`, `on_batch_restored`
+/// after every batch, `on_restore_end`; each takes a `const restore_progress&`.
+template <class L>
+concept restore_listener =
+    detail::has_restore_start<L> && detail::has_batch_restored<L> && detail::has_restore_end<L>;
+
+/// @brief A listener that ignores everything.
+struct null_restore_listener {
+    void on_restore_start(const restore_progress&) noexcept {}
+    void on_batch_restored(const restore_progress&) noexcept {}
+    void on_restore_end(const restore_progress&) noexcept {}
+};
+
+/// @brief Options of one restore.
+struct restore_options {
+    offset_t from = 0;                  ///< first offset to read
+    std::uint64_t batch_records = 10'000;  ///< records between two progress reports
+};
+
+/// @brief Replays `log` from `opts.from` up to the end offset taken at the
+/// start, and re-creates each record's unit of state in `store` through the
+/// codec. Records appended while the restore runs are not read: the restore
+/// ends at a fixed point so that it always terminates.
+///
+/// @returns the final progress (records restored, end position)
+template <class Store, changelog Log, class Codec, restore_listener Listener = null_restore_listener>
+    requires changelog_codec<Codec, Store>
+restore_progress restore_from(Store& store, Log& log, const Codec& codec,
+                              restore_options opts = {}, Listener&& listener = {}) {
+    restore_progress p;
+    p.store = store.name();
+    p.from = opts.from;
+    p.to = log.end_offset();
+    p.position = p.from;
+    p.records_total = p.to > p.from ? p.to - p.from : 0;
+    listener.on_restore_start(p);
+    if (p.to > p.from) {
+        std::uint64_t since_report = 0;
+        for (const record_view r : log.replay(p.from)) {
+            if (r.offset >= p.to) break;
+            codec.restore(store, r);
+            ++p.records_done;
+            p.position = r.offset + 1;
+            if (++since_report == opts.batch_records) {
+                listener.on_batch_restored(p);
+                since_report = 0;
+            }
+        }
+        if (since_report != 0) listener.on_batch_restored(p);
+    }
+    p.position = p.to > p.from ? p.to : p.from;
+    listener.on_restore_end(p);
+    return p;
+}
+
+}  // namespace strata
