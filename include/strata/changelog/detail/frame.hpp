@@ -1,0 +1,143 @@
+#pragma once
+/// @file
+/// @brief The on-disk frame of one changelog record in a `file_log` segment.
+///
+/// All integers little-endian:
+///
+///     [0, 4)    magic "SLG1" (the last byte is the format version)
+///     [4, 8)    body length n (u32)
+///     [8, 12)   CRC32C of the body
+///     [12, 16)  CRC32C of bytes [0, 12)
+///     [16, 16+n) body:
+///                 offset     u64   the record's offset (compaction leaves gaps)
+///                 flags      u8    bit 0: tombstone; other bits must be 0
+///                 key length u32
+///                 key bytes, then value bytes (the rest of the body)
+///
+/// The prefix has its own checksum so that a length can be trusted before
+/// the body is read: a frame whose intact prefix promises more bytes than
+/// the file holds is a torn write, and bytes inside a frame's extent are
+/// never mistaken for frames of their own.
+
+#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/changelog/detail/little_endian.hpp>
+#include <strata/core/bytes.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace strata::detail::frame {
+
+inline constexpr std::array<std::byte, 4> magic{std::byte{'S'}, std::byte{'L'}, std::byte{'G'},
+                                                std::byte{'1'}};
+inline constexpr std::size_t prefix_size = 16;
+inline constexpr std::size_t body_header_size = 13;
+inline constexpr std::uint8_t tombstone_flag = 1;
+/// Largest body a frame may carry; keeps every size inside u32 and sane.
+inline constexpr std::size_t max_body_size = std::size_t{1} << 31;
+
+/// @brief Bytes a record occupies on disk, or nullopt when it is too large.
+[[nodiscard]] inline std::optional<std::size_t> encoded_size(const record_view& r) noexcept {
+    const std::size_t value = r.value ? r.value->size() : 0;
+    if (r.key.size() > max_body_size || value > max_body_size - r.key.size() - body_header_size)
+        return std::nullopt;
+    return prefix_size + body_header_size + r.key.size() + value;
+}
+
+/// @pre encoded_size(r) has a value.
+inline void encode(byte_buffer& out, const record_view& r, offset_t offset) {
+    const std::size_t start = out.size();
+    const std::size_t value = r.value ? r.value->size() : 0;
+    const auto body_len = static_cast<std::uint32_t>(body_header_size + r.key.size() + value);
+    out.insert(out.end(), magic.begin(), magic.end());
+    put_le<std::uint32_t>(out, body_len);
+    put_le<std::uint32_t>(out, 0);  // body CRC, filled in below
+    put_le<std::uint32_t>(out, 0);  // prefix CRC
+    put_le<std::uint64_t>(out, offset);
+    out.push_back(std::byte{r.value ? std::uint8_t{0} : tombstone_flag});
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.key.size()));
+    append_bytes(out, r.key);
+    if (r.value) append_bytes(out, *r.value);
+
+    std::byte* f = out.data() + start;
+    store_le<std::uint32_t>(f + 8, crc32c(bytes_view(f + prefix_size, body_len)));
+    store_le<std::uint32_t>(f + 12, crc32c(bytes_view(f, 12)));
+}
+
+/// @brief What the prefix says, once its checksum holds.
+struct prefix_info {
+    std::uint32_t body_len = 0;
+    std::uint32_t body_crc = 0;
+    [[nodiscard]] std::size_t frame_size() const noexcept { return prefix_size + body_len; }
+};
+
+/// @brief Checks a frame prefix.
+/// @param p the first `prefix_size` bytes of a candidate frame
+/// @returns the prefix, or nullopt with `problem` set
+[[nodiscard]] inline std::optional<prefix_info> check_prefix(const std::byte* p,
+                                                             const char*& problem) noexcept {
+    for (std::size_t i = 0; i < magic.size(); ++i)
+        if (p[i] != magic[i]) {
+            problem = "bad frame magic";
+            return std::nullopt;
+        }
+    if (load_le<std::uint32_t>(p + 12) != crc32c(bytes_view(p, 12))) {
+        problem = "frame header checksum mismatch";
+        return std::nullopt;
+    }
+    prefix_info info{load_le<std::uint32_t>(p + 4), load_le<std::uint32_t>(p + 8)};
+    if (info.body_len < body_header_size || info.body_len > max_body_size) {
+        problem = "impossible frame length";
+        return std::nullopt;
+    }
+    return info;
+}
+
+/// @brief Checks a body against its prefix and views the record inside it.
+/// @param body exactly `info.body_len` bytes
+/// @returns the record (viewing `body`), or nullopt with `problem` set
+[[nodiscard]] inline std::optional<record_view> decode_body(const prefix_info& info,
+                                                            bytes_view body,
+                                                            const char*& problem) noexcept {
+    if (crc32c(body) != info.body_crc) {
+        problem = "frame checksum mismatch";
+        return std::nullopt;
+    }
+    const std::byte* b = body.data();
+    record_view r;
+    r.offset = load_le<std::uint64_t>(b);
+    const auto flags = static_cast<std::uint8_t>(b[8]);
+    const std::size_t key_len = load_le<std::uint32_t>(b + 9);
+    const std::size_t rest = body.size() - body_header_size;
+    if ((flags & ~tombstone_flag) != 0) {
+        problem = "unknown frame flags";
+        return std::nullopt;
+    }
+    if (key_len > rest) {
+        problem = "key length runs past the frame";
+        return std::nullopt;
+    }
+    r.key = body.subspan(body_header_size, key_len);
+    if ((flags & tombstone_flag) != 0) {
+        if (key_len != rest) {
+            problem = "tombstone frame carries a value";
+            return std::nullopt;
+        }
+    } else {
+        r.value = body.subspan(body_header_size + key_len);
+    }
+    return r;
+}
+
+/// @brief Whether a whole valid frame starts at `p` and ends within `avail` bytes.
+[[nodiscard]] inline bool valid_frame_at(const std::byte* p, std::size_t avail) noexcept {
+    if (avail < prefix_size) return false;
+    const char* problem = nullptr;
+    const auto info = check_prefix(p, problem);
+    if (!info || info->frame_size() > avail) return false;
+    return decode_body(*info, bytes_view(p + prefix_size, info->body_len), problem).has_value();
+}
+
+}  // namespace strata::detail::frame
