@@ -23,16 +23,19 @@ namespace detail {
 
 /// The compiler's spelling of T, cut out of the signature of this function.
 /// The signature text is a string literal, so the view stays valid forever.
+/// The return type is `auto` so that the signature names no other type:
+/// GCC would list such types after T ("[with T = X; std::string_view = ...]").
 template <class T>
-constexpr std::string_view compiler_type_name() {
+constexpr auto compiler_type_name() {
 #if defined(__GNUC__) || defined(__clang__)
     constexpr std::string_view signature = __PRETTY_FUNCTION__;  // "... [with T = long int]"
     constexpr std::string_view marker = "T = ";
     constexpr std::size_t begin = signature.find(marker) + marker.size();
-    constexpr std::size_t end = signature.rfind(']');
+    constexpr std::size_t semicolon = signature.find(';', begin);
+    constexpr std::size_t end = semicolon != std::string_view::npos ? semicolon : signature.rfind(']');
     return signature.substr(begin, end - begin);
 #else
-    return "unknown type";
+    return std::string_view("unknown type");
 #endif
 }
 
