@@ -1,0 +1,466 @@
+#!/usr/bin/env bash
+# Runs a real single-node Apache Kafka broker (KRaft, broker and controller in
+# one JVM) on 127.0.0.1 for strata's Kafka tests. The broker's jars come from
+# Maven Central through scripts/kafka/pom.xml, since no Debian package ships a
+# broker; they are downloaded once into a cache folder.
+#
+# Usage: scripts/kafka-broker.sh COMMAND [ARGS]
+#
+#   fetch                 download the broker's jars into the cache (once)
+#   start                 start a broker on a freshly formatted data dir and
+#                         wait until it serves requests; a no-op when one is
+#                         already running
+#   start --keep-data     start on the data left by a previous run (after
+#                         `stop` or `kill`), as a broker that comes back would
+#   stop                  SIGTERM, then SIGKILL after a timeout; a no-op when
+#                         none is running
+#   kill                  SIGKILL at once, keeping the data: a crash
+#   restart               stop, then start --keep-data
+#   pause | resume        SIGSTOP / SIGCONT: a broker that hangs and comes back
+#   status                say whether it runs; exit 0 if it does, 3 if not
+#   env                   print `export STRATA_KAFKA_BOOTSTRAP=...` lines
+#   log [N]               print the last N (default 50) lines of server.log
+#   classpath             print the broker classpath ("<libs>/*")
+#   topics ARGS...        run Kafka's kafka-topics tool against the broker
+#                         (e.g. topics --create --topic t --config cleanup.policy=compact)
+#   tool CLASS ARGS...    run any main class from the broker's jars
+#
+# Environment (all optional):
+#   STRATA_KAFKA_VERSION          Kafka version from Maven Central (3.9.1)
+#   STRATA_CACHE_DIR              cache root (<repo>/.cache); the jars go to
+#                                 $STRATA_CACHE_DIR/kafka-<version>/libs
+#   STRATA_KAFKA_LIBS_DIR         the jar folder itself, overriding the above
+#   STRATA_KAFKA_RUN_DIR          runtime files: config, data, logs, pid
+#                                 ($STRATA_CACHE_DIR/kafka-run)
+#   STRATA_KAFKA_PORT             client port (9092)
+#   STRATA_KAFKA_CONTROLLER_PORT  KRaft controller port (9093)
+#   STRATA_KAFKA_HEAP             JVM max heap (256m)
+#   STRATA_KAFKA_JVM_OPTS         JVM options besides the heap (a small
+#                                 footprint; see default_jvm_opts below)
+#   STRATA_KAFKA_START_TIMEOUT    seconds to wait for readiness (120)
+#   STRATA_KAFKA_STOP_TIMEOUT     seconds between SIGTERM and SIGKILL (30)
+#   STRATA_KAFKA_EXTRA_PROPERTIES extra server.properties lines, appended last
+#                                 (later lines win)
+#
+# Tests can drive it too: `kill` then `start --keep-data` makes the broker go
+# away in the middle of a write and come back with the same log, on the same
+# port. Every command that changes state takes a lock, so concurrent callers
+# are serialised.
+set -euo pipefail
+
+readonly script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly repo_dir="$(cd "${script_dir}/.." && pwd)"
+
+readonly kafka_version="${STRATA_KAFKA_VERSION:-3.9.1}"
+readonly cache_dir="${STRATA_CACHE_DIR:-${repo_dir}/.cache}"
+readonly libs_dir="${STRATA_KAFKA_LIBS_DIR:-${cache_dir}/kafka-${kafka_version}/libs}"
+readonly run_dir="${STRATA_KAFKA_RUN_DIR:-${cache_dir}/kafka-run}"
+readonly port="${STRATA_KAFKA_PORT:-9092}"
+readonly controller_port="${STRATA_KAFKA_CONTROLLER_PORT:-9093}"
+readonly heap="${STRATA_KAFKA_HEAP:-256m}"
+# Serial GC and the client compiler only: the broker starts faster and stays
+# smaller, which matters more on a two-core machine than peak throughput.
+# Benchmarks against the broker may want STRATA_KAFKA_JVM_OPTS=-XX:+UseG1GC.
+readonly default_jvm_opts="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
+readonly jvm_opts="${STRATA_KAFKA_JVM_OPTS:-${default_jvm_opts}}"
+readonly start_timeout="${STRATA_KAFKA_START_TIMEOUT:-120}"
+readonly stop_timeout="${STRATA_KAFKA_STOP_TIMEOUT:-30}"
+readonly pom="${script_dir}/kafka/pom.xml"
+
+readonly bootstrap="127.0.0.1:${port}"
+readonly data_dir="${run_dir}/data"
+readonly logs_dir="${run_dir}/logs"
+readonly pid_file="${run_dir}/broker.pid"
+readonly props_file="${run_dir}/server.properties"
+readonly log4j_file="${run_dir}/log4j.properties"
+readonly tools_log4j_file="${run_dir}/tools-log4j.properties"
+readonly console_file="${logs_dir}/console.out"
+readonly server_log="${logs_dir}/server.log"
+
+say() { echo "kafka-broker: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# --- jars -------------------------------------------------------------------
+
+# The marker records what the folder was made from (version and pom), so a
+# second run trusts it without starting Maven, and an edited pom or another
+# version re-fetches.
+fetch_stamp() {
+  echo "kafka ${kafka_version} pom $(sha256sum "${pom}" | cut -d' ' -f1)"
+}
+
+libs_ready() {
+  [[ -f "${libs_dir}/.complete" && "$(cat "${libs_dir}/.complete")" == "$(fetch_stamp)" ]]
+}
+
+cmd_fetch() {
+  libs_ready && return 0
+  command -v mvn >/dev/null || die "mvn not found (scripts/setup.sh installs Maven)"
+  mkdir -p "$(dirname "${libs_dir}")"
+  # Two test runs starting at once must not both fill the same folder.
+  exec 8>"$(dirname "${libs_dir}")/.fetch.lock"
+  flock -w 600 8 || die "timed out waiting for another fetch"
+  if libs_ready; then exec 8>&-; return 0; fi
+
+  say "fetching Kafka ${kafka_version} jars from Maven Central into ${libs_dir}"
+  # Copy into a temporary folder and rename at the end, so an interrupted
+  # download never leaves a folder that looks complete.
+  local tmp="${libs_dir}.tmp.$$"
+  rm -rf "${tmp}"
+  local mvn_log="$(dirname "${libs_dir}")/fetch.log"
+  if ! mvn -B -q -f "${pom}" dependency:copy-dependencies \
+      -Dkafka.version="${kafka_version}" -DincludeScope=runtime \
+      -DoutputDirectory="${tmp}" >"${mvn_log}" 2>&1; then
+    rm -rf "${tmp}"
+    tail -n 30 "${mvn_log}" >&2
+    die "mvn could not fetch the Kafka ${kafka_version} jars (log: ${mvn_log})"
+  fi
+  [[ -f "${tmp}/kafka_2.13-${kafka_version}.jar" ]] || { rm -rf "${tmp}"; die "kafka_2.13-${kafka_version}.jar missing after mvn"; }
+  fetch_stamp >"${tmp}/.complete"
+  rm -rf "${libs_dir}"
+  mv "${tmp}" "${libs_dir}"
+  exec 8>&-
+  say "fetched $(find "${libs_dir}" -name '*.jar' | wc -l) jars"
+}
+
+# --- process bookkeeping ----------------------------------------------------
+
+# Prints the broker's pid if the pid file names a live broker started from
+# this run dir (a pid reused by another process does not count).
+running_pid() {
+  [[ -f "${pid_file}" ]] || return 1
+  local pid
+  pid="$(cat "${pid_file}")"
+  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
+  [[ -r "/proc/${pid}/cmdline" ]] || return 1
+  local cmdline
+  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
+  [[ "${cmdline}" == *kafka.Kafka*"${props_file}"* ]] || return 1
+  # A zombie (killed, not yet reaped by its parent) is not a running broker.
+  [[ "$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null)" != Z ]] || return 1
+  echo "${pid}"
+}
+
+port_open() {
+  # bash's /dev/tcp: a plain TCP connect, no client needed.
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# The broker answers a metadata request; kcat uses the same librdkafka as
+# strata. Without a topic name the request creates nothing.
+broker_answers() {
+  if command -v kcat >/dev/null; then
+    kcat -b "${bootstrap}" -L -m 5 >/dev/null 2>&1
+  else
+    port_open "${port}"
+  fi
+}
+
+lock_run_dir() {
+  mkdir -p "${run_dir}"
+  exec 9>"${run_dir}/.lock"
+  flock -w $((start_timeout + stop_timeout + 60)) 9 || die "timed out waiting for another kafka-broker.sh command"
+}
+
+# --- configuration ----------------------------------------------------------
+
+# A KRaft cluster id is a UUID in URL-safe base64 without padding (22 chars).
+# Kafka never hands out one that starts with '-', so neither do we.
+random_cluster_id() {
+  local id
+  while :; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)"
+    [[ "${id}" != -* ]] && { echo "${id}"; return; }
+  done
+}
+
+write_config() {
+  cat >"${props_file}" <<EOF
+# Written by scripts/kafka-broker.sh; rewritten on every start.
+# One JVM is both the KRaft controller and the only broker.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:${controller_port}
+listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:${port}
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=${data_dir}
+
+# Small thread pools: the machine has two cores and the load is a test's.
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+num.recovery.threads.per.data.dir=1
+
+# With a single broker every internal topic must have replication factor 1
+# and accept 1 in-sync replica, or the group and transaction coordinators
+# never come up (transactional producers then time out in init).
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+# Consumers in tests join at once instead of waiting 3 s for more members.
+group.initial.rebalance.delay.ms=0
+
+# After a SIGKILL the controller keeps the dead broker's registration until
+# its session expires, and the restarted broker cannot register before that:
+# 9 s by default, which made a restart after kill take 15 s.
+broker.heartbeat.interval.ms=500
+broker.session.timeout.ms=4000
+
+# Compaction tests: the cleaner looks for work every 250 ms instead of 15 s,
+# with a 4 MiB dedupe buffer instead of 128 MiB (it lives on the heap).
+log.cleaner.enable=true
+log.cleaner.threads=1
+log.cleaner.backoff.ms=250
+log.cleaner.dedupe.buffer.size=4194304
+log.retention.check.interval.ms=1000
+# Kafka's default, spelled out: producing to an unknown topic creates it with
+# the broker defaults (not compacted). strata's changelog topics are created
+# explicitly with their own configs.
+auto.create.topics.enable=true
+EOF
+  if [[ -n "${STRATA_KAFKA_EXTRA_PROPERTIES:-}" ]]; then
+    printf '\n# From STRATA_KAFKA_EXTRA_PROPERTIES\n%s\n' "${STRATA_KAFKA_EXTRA_PROPERTIES}" >>"${props_file}"
+  fi
+
+  # server.log is what readiness is read from; the cleaner and the state
+  # change logs get their own files so server.log stays readable.
+  cat >"${log4j_file}" <<'EOF'
+log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.FileAppender
+log4j.appender.server.File=${kafka.logs.dir}/server.log
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
+
+log4j.appender.cleaner=org.apache.log4j.FileAppender
+log4j.appender.cleaner.File=${kafka.logs.dir}/log-cleaner.log
+log4j.appender.cleaner.layout=org.apache.log4j.PatternLayout
+log4j.appender.cleaner.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.log.LogCleaner=INFO, cleaner
+log4j.additivity.kafka.log.LogCleaner=false
+log4j.logger.kafka.log.Cleaner=INFO, cleaner
+log4j.additivity.kafka.log.Cleaner=false
+log4j.logger.kafka.log.LogCleanerManager=INFO, cleaner
+log4j.additivity.kafka.log.LogCleanerManager=false
+
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.kafka.clients=WARN
+EOF
+
+  # Command-line tools only report warnings, on stderr.
+  cat >"${tools_log4j_file}" <<'EOF'
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+}
+
+# --- commands ---------------------------------------------------------------
+
+cmd_start() {
+  local keep_data=0
+  case "${1:-}" in
+    "") ;;
+    --keep-data) keep_data=1 ;;
+    *) die "start: unknown option '$1' (expected --keep-data)" ;;
+  esac
+  command -v java >/dev/null || die "java not found (scripts/setup.sh installs a JDK)"
+  cmd_fetch
+  lock_run_dir
+
+  local pid
+  if pid="$(running_pid)"; then
+    say "already running (pid ${pid}) on ${bootstrap}"
+    return 0
+  fi
+  rm -f "${pid_file}"
+  # Kafka would fail to bind anyway; saying so here is clearer than its stack trace.
+  for p in "${port}" "${controller_port}"; do
+    port_open "${p}" && die "port ${p} is already in use by another process (set STRATA_KAFKA_PORT / STRATA_KAFKA_CONTROLLER_PORT)"
+  done
+
+  mkdir -p "${logs_dir}"
+  write_config
+  if ((keep_data)) && [[ -f "${data_dir}/meta.properties" ]]; then
+    say "starting on the existing data in ${data_dir}"
+  else
+    ((keep_data)) && say "no previous data in ${data_dir}: formatting a new one"
+    rm -rf "${data_dir}" "${logs_dir:?}"/*
+    local cluster_id
+    cluster_id="$(random_cluster_id)"
+    java -cp "${libs_dir}/*" -Dlog4j.configuration="file:${tools_log4j_file}" \
+      kafka.tools.StorageTool format -t "${cluster_id}" -c "${props_file}" \
+      >"${logs_dir}/format.out" 2>&1 \
+      || { cat "${logs_dir}/format.out" >&2; die "formatting ${data_dir} failed"; }
+    say "formatted ${data_dir} (cluster id ${cluster_id})"
+  fi
+
+  # Marks where this start's log begins: the readiness check must not be
+  # fooled by "Kafka Server started" from an earlier run (with --keep-data).
+  local log_start=0
+  [[ -f "${server_log}" ]] && log_start="$(wc -c <"${server_log}")"
+
+  # setsid: the broker gets its own session, so a test runner that signals
+  # its process group (Ctrl-C, a timeout) does not take the broker with it.
+  # 9>&- 8>&-: the broker must not inherit (and hold forever) our lock files.
+  # shellcheck disable=SC2086 # jvm_opts is a list of options
+  setsid java -Xms64m -Xmx"${heap}" ${jvm_opts} \
+    -Dkafka.logs.dir="${logs_dir}" -Dlog4j.configuration="file:${log4j_file}" \
+    -cp "${libs_dir}/*" kafka.Kafka "${props_file}" \
+    </dev/null >>"${console_file}" 2>&1 9>&- 8>&- &
+  pid=$!
+  echo "${pid}" >"${pid_file}"
+  say "started pid ${pid}, waiting up to ${start_timeout}s for ${bootstrap}"
+
+  local started=${SECONDS}
+  while :; do
+    if ! kill -0 "${pid}" 2>/dev/null; then
+      rm -f "${pid_file}"
+      fail_start "the broker exited during startup"
+    fi
+    if [[ -f "${server_log}" ]] \
+        && tail -c +$((log_start + 1)) "${server_log}" | grep -q "Kafka Server started" \
+        && broker_answers; then
+      break
+    fi
+    if ((SECONDS - started >= start_timeout)); then
+      kill -KILL "${pid}" 2>/dev/null || true
+      rm -f "${pid_file}"
+      fail_start "not ready after ${start_timeout}s (killed pid ${pid})"
+    fi
+    sleep 0.25
+  done
+  say "ready on ${bootstrap} after $((SECONDS - started))s (pid ${pid})"
+}
+
+fail_start() {
+  say "error: $1; last lines of the logs:"
+  [[ -f "${server_log}" ]] && tail -n 40 "${server_log}" >&2
+  [[ -f "${console_file}" ]] && tail -n 20 "${console_file}" >&2
+  exit 1
+}
+
+cmd_stop() {
+  lock_run_dir
+  local pid
+  if ! pid="$(running_pid)"; then
+    rm -f "${pid_file}"
+    say "not running"
+    return 0
+  fi
+  say "stopping pid ${pid}"
+  # A paused broker would never see the SIGTERM.
+  kill -CONT "${pid}" 2>/dev/null || true
+  kill -TERM "${pid}" 2>/dev/null || true
+  local started=${SECONDS}
+  while kill -0 "${pid}" 2>/dev/null && running_pid >/dev/null; do
+    if ((SECONDS - started >= stop_timeout)); then
+      say "still alive after ${stop_timeout}s: SIGKILL"
+      kill -KILL "${pid}" 2>/dev/null || true
+      break
+    fi
+    sleep 0.2
+  done
+  wait_gone "${pid}"
+  rm -f "${pid_file}"
+  say "stopped after $((SECONDS - started))s"
+}
+
+# Waits until the process is gone and its ports are released.
+wait_gone() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    running_pid >/dev/null || break
+    sleep 0.1
+  done
+  for ((i = 0; i < 100; i++)); do
+    port_open "${port}" || break
+    sleep 0.1
+  done
+}
+
+cmd_kill() {
+  lock_run_dir
+  local pid
+  if ! pid="$(running_pid)"; then
+    rm -f "${pid_file}"
+    say "not running"
+    return 0
+  fi
+  kill -KILL "${pid}" 2>/dev/null || true
+  wait_gone "${pid}"
+  rm -f "${pid_file}"
+  say "killed pid ${pid}; data kept in ${data_dir} (start --keep-data brings it back)"
+}
+
+cmd_signal() {
+  local sig="$1" what="$2" pid
+  pid="$(running_pid)" || die "not running"
+  kill "-${sig}" "${pid}"
+  say "${what} pid ${pid}"
+}
+
+cmd_status() {
+  local pid
+  if pid="$(running_pid)"; then
+    local state
+    state="$(awk '{print $3}' "/proc/${pid}/stat")"
+    if [[ "${state}" == T ]]; then
+      say "paused (pid ${pid}) on ${bootstrap}"
+    elif broker_answers; then
+      say "running (pid ${pid}) on ${bootstrap}, rss $(($(ps -o rss= -p "${pid}") / 1024)) MiB"
+    else
+      say "process ${pid} alive but ${bootstrap} does not answer"
+    fi
+    return 0
+  fi
+  say "not running"
+  return 3
+}
+
+cmd_env() {
+  echo "export STRATA_KAFKA_BOOTSTRAP=${bootstrap}"
+  echo "export STRATA_KAFKA_LIBS_DIR=${libs_dir}"
+}
+
+run_tool() {
+  cmd_fetch
+  mkdir -p "${run_dir}"
+  [[ -f "${tools_log4j_file}" ]] || write_config
+  java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+    -Dlog4j.configuration="file:${tools_log4j_file}" -cp "${libs_dir}/*" "$@"
+}
+
+main() {
+  local cmd="${1:-}"
+  (($#)) && shift
+  case "${cmd}" in
+    fetch) cmd_fetch ;;
+    start) cmd_start "$@" ;;
+    stop) cmd_stop ;;
+    kill) cmd_kill ;;
+    restart) cmd_stop; cmd_start --keep-data ;;
+    pause) cmd_signal STOP paused ;;
+    resume) cmd_signal CONT resumed ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    log) tail -n "${1:-50}" "${server_log}" ;;
+    classpath) cmd_fetch; echo "${libs_dir}/*" ;;
+    topics) run_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "${bootstrap}" "$@" ;;
+    tool) (($#)) || die "tool: name a main class"; run_tool "$@" ;;
+    "" | -h | --help | help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' ;;
+    *) die "unknown command '${cmd}' (try --help)" ;;
+  esac
+}
+
+main "$@"
