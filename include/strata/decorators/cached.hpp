@@ -55,6 +55,11 @@ auto cache_key_of() {
     else return std::type_identity<void>{};
 }
 
+template <class S, class U>
+concept is_kv_put = kv_store<S> && std::is_same_v<U, put_op<typename S::key_type, typename S::mapped_type>>;
+template <class S, class U>
+concept is_kv_erase = kv_store<S> && std::is_same_v<U, erase_op<typename S::key_type>>;
+
 /// The cached value of a kv entry; nothing for other stores, whose cache
 /// entries only mark keys dirty.
 template <class Inner, bool KV = kv_store<Inner>>
@@ -81,7 +86,7 @@ struct cached_value<Inner, true> {
 /// Not thread-safe: like every store, it is driven by one thread; even
 /// `get()` updates the LRU order.
 template <class Inner>
-class cached_store {
+class cached_store : public detail::kv_types_of<Inner> {
     static constexpr bool is_kv = kv_store<Inner>;
     static constexpr bool logs = detail::logged_beneath<Inner>;
 
@@ -111,9 +116,9 @@ public:
     // ---- updates
     template <class U>
     void apply(const U& u) {
-        if constexpr (is_kv && std::is_same_v<U, put_op<typename Inner::key_type, typename Inner::mapped_type>>) {
+        if constexpr (detail::is_kv_put<Inner, U>) {
             put(u.key, u.value);
-        } else if constexpr (is_kv && std::is_same_v<U, erase_op<typename Inner::key_type>>) {
+        } else if constexpr (detail::is_kv_erase<Inner, U>) {
             erase(u.key);
         } else if constexpr (logs) {
             inner_.apply_unlogged(u, [this](const cache_key_type& k) {

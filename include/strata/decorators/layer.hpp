@@ -64,6 +64,16 @@ constexpr bool has_template_in_stack() {
 template <class>
 inline constexpr bool always_false = false;
 
+/// A decorator over a kv store is a kv store: it names the same key and
+/// mapped types. Over any other store it names nothing.
+template <class Inner, bool KV = kv_store<Inner>>
+struct kv_types_of {};
+template <class Inner>
+struct kv_types_of<Inner, true> {
+    using key_type = typename Inner::key_type;
+    using mapped_type = typename Inner::mapped_type;
+};
+
 }  // namespace detail
 
 /// @brief True when the stack S has a layer of kind K anywhere in it.

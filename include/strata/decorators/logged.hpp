@@ -38,7 +38,7 @@ struct logged_options {
 /// current state (or a tombstone), so replaying the changelog, or only its
 /// latest record per key, rebuilds the state.
 template <class Inner, class LogHolder, class Codec>
-class logged_store {
+class logged_store : public detail::kv_types_of<Inner> {
 public:
     static constexpr layer_kind kind = layer_kind::logged;
     using inner_type = Inner;

@@ -34,7 +34,7 @@ namespace strata {
 /// - strata_restore_records_total{store}: records the running or last restore reads, at most
 /// - strata_restore_records_restored{store}; strata_restore_records_per_second{store}
 template <class Inner>
-class metered_store {
+class metered_store : public detail::kv_types_of<Inner> {
     static constexpr bool has_cache = has_layer_v<Inner, layer_kind::cached>;
     static constexpr bool has_log = has_layer_v<Inner, layer_kind::logged>;
 

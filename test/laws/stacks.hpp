@@ -1,0 +1,117 @@
+#pragma once
+// The store stacks the law suite runs over: every store, alone and under
+// every decorator stack, built in each of the ways strata offers (pipes,
+// direct calls, policies, decorate in scrambled order).
+
+#include <strata/changelog/file_log.hpp>
+#include <strata/changelog/memory_log.hpp>
+#include <strata/decorators/all.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/stores/hash_map_store.hpp>
+#include <strata/stores/ordered_map_store.hpp>
+
+#include <relational_table.hpp>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <tuple>
+
+#include <support/temp_dir.hpp>
+
+namespace laws {
+
+/// What a stack may need: a changelog, a metrics registry, a directory.
+struct env {
+    strata::memory_log log;
+    strata::metrics::registry registry;
+    test_support::temp_dir dir;
+    std::optional<strata::file_log> file;
+
+    strata::file_log& file_log() {
+        if (!file) file.emplace(dir.path() / "log", strata::file_log_options{.segment_bytes = 4096});
+        return *file;
+    }
+};
+
+using ordered = strata::ordered_map_store<std::int64_t, std::string>;
+using hashed = strata::hash_map_store<std::int64_t, std::string>;
+
+// A cache small enough that the histories evict from it constantly.
+inline strata::cache_options tiny_cache() { return {.max_bytes = 600}; }
+
+struct ordered_bare {
+    static auto make(env&) { return ordered("s"); }
+};
+struct hashed_bare {
+    static auto make(env&) { return hashed("s"); }
+};
+struct ordered_logged {
+    static auto make(env& e) { return ordered("s") | strata::logged(e.log); }
+};
+struct hashed_logged_direct {
+    static auto make(env& e) { return strata::logged(hashed("s"), e.log); }
+};
+struct ordered_cached_only {
+    static auto make(env&) { return ordered("s") | strata::cached(tiny_cache()); }
+};
+struct ordered_metered_only {
+    static auto make(env& e) { return ordered("s") | strata::metered(e.registry); }
+};
+struct ordered_logged_cached {
+    static auto make(env& e) { return ordered("s") | strata::logged(e.log) | strata::cached(tiny_cache()); }
+};
+struct hashed_full_stack {
+    static auto make(env& e) {
+        return hashed("s") | strata::logged(e.log) | strata::cached() | strata::metered(e.registry);
+    }
+};
+struct ordered_full_stack_tiny_cache_file_log {
+    static auto make(env& e) {
+        return ordered("s") | strata::logged(e.file_log()) | strata::cached(tiny_cache()) |
+               strata::metered(e.registry);
+    }
+};
+struct ordered_policy {
+    static auto make(env& e) {
+        auto policy = strata::cached(tiny_cache()) | strata::metered(e.registry);
+        return ordered("s") | strata::logged(e.log) | policy;
+    }
+};
+struct hashed_decorate_scrambled {
+    static auto make(env& e) {
+        return strata::decorate(hashed("s"), strata::metered(e.registry), strata::cached(tiny_cache()),
+                                strata::logged(e.log));
+    }
+};
+
+using kv_stacks = std::tuple<ordered_bare, hashed_bare, ordered_logged, hashed_logged_direct, ordered_cached_only,
+                             ordered_metered_only, ordered_logged_cached, hashed_full_stack,
+                             ordered_full_stack_tiny_cache_file_log, ordered_policy, hashed_decorate_scrambled>;
+
+// ---- the relational table: its updates only reach it through logged
+using example::employee_table;
+using example::table_codec;
+
+struct table_bare {
+    static auto make(env&) { return employee_table("employees"); }
+};
+struct table_logged {
+    static auto make(env& e) { return employee_table("employees") | strata::logged(e.log, table_codec{}); }
+};
+struct table_logged_cached_tiny {
+    static auto make(env& e) {
+        return employee_table("employees") | strata::logged(e.log, table_codec{}) |
+               strata::cached({.max_bytes = 300});
+    }
+};
+struct table_full_stack_file_log {
+    static auto make(env& e) {
+        return strata::decorate(employee_table("employees"), strata::metered(e.registry),
+                                strata::logged(e.file_log(), table_codec{}), strata::cached());
+    }
+};
+
+using table_stacks = std::tuple<table_bare, table_logged, table_logged_cached_tiny, table_full_stack_file_log>;
+
+}  // namespace laws
