@@ -24,7 +24,7 @@ namespace strata {
 namespace detail {
 /// S is a kv store whose keys are K and whose values are V.
 template <class S, class K, class V>
-concept kv_store_of = kv_store<S> && std::same_as<typename S::key_type, K> &&
+concept kv_codec_store = kv_store<S> && std::same_as<typename S::key_type, K> &&
                       std::same_as<typename S::mapped_type, V>;
 }  // namespace detail
 
@@ -50,7 +50,7 @@ public:
     /// @brief A put changes exactly its own key.
     /// @returns a view of `u.key`, valid as long as u is
     template <class S>
-        requires detail::kv_store_of<S, K, V>
+        requires detail::kv_codec_store<S, K, V>
     [[nodiscard]] std::span<const K, 1> touched(const S&, const put_op<K, V>& u) const noexcept {
         return std::span<const K, 1>(&u.key, 1);
     }
@@ -60,7 +60,7 @@ public:
     /// the store's contents).
     /// @returns a view of `u.key`, valid as long as u is
     template <class S>
-        requires detail::kv_store_of<S, K, V>
+        requires detail::kv_codec_store<S, K, V>
     [[nodiscard]] std::span<const K, 1> touched(const S&, const erase_op<K>& u) const noexcept {
         return std::span<const K, 1>(&u.key, 1);
     }
@@ -71,7 +71,7 @@ public:
     /// @brief Appends the current value of k, read from the store.
     /// @returns false if k is absent: the record is a tombstone
     template <class S>
-        requires detail::kv_store_of<S, K, V>
+        requires detail::kv_codec_store<S, K, V>
     [[nodiscard]] bool write_value(const S& s, const K& k, byte_buffer& out) const {
         const auto v = s.get(k);
         if (!v) return false;
@@ -82,7 +82,7 @@ public:
     /// @brief Re-creates one key during restore: a value is put, a tombstone erases.
     /// @throws serde_error if the record's key or value is not a K or a V
     template <class S>
-        requires detail::kv_store_of<S, K, V>
+        requires detail::kv_codec_store<S, K, V>
     void restore(S& s, const record_view& r) const {
         const K k = decode<K>(r.key);
         if (r.is_tombstone()) {

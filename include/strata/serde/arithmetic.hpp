@@ -33,7 +33,7 @@
 
 namespace strata {
 
-namespace detail {
+namespace detail::serdes {
 
 /// Appends the sizeof(U) bytes of u, most significant first. Shifts instead
 /// of memcpy, so the result does not depend on the host's byte order.
@@ -61,24 +61,24 @@ concept serde_integer = std::integral<T> && !std::same_as<T, bool> && std::is_sa
 template <class T>
 concept serde_floating = std::same_as<T, float> || std::same_as<T, double>;
 
-}  // namespace detail
+}  // namespace detail::serdes
 
 /// @brief Integers of every width, signed or unsigned: big-endian two's
 /// complement, as Kafka's ShortSerializer, IntegerSerializer and
 /// LongSerializer write them.
 template <class T>
-    requires detail::serde_integer<T>
+    requires detail::serdes::serde_integer<T>
 struct serde<T> {
     using unsigned_type = std::make_unsigned_t<T>;
     static constexpr std::size_t min_size = sizeof(T);
 
     static void write(const T& v, byte_buffer& out) {
         // Signed to unsigned conversion is modular: it yields the two's complement bits.
-        detail::write_big_endian(static_cast<unsigned_type>(v), out);
+        detail::serdes::write_big_endian(static_cast<unsigned_type>(v), out);
     }
     [[nodiscard]] static T read(byte_reader& in) {
         // Unsigned to signed conversion is modular too since C++20: no overflow.
-        return static_cast<T>(detail::read_big_endian<unsigned_type>(in));
+        return static_cast<T>(detail::serdes::read_big_endian<unsigned_type>(in));
     }
 };
 
@@ -104,7 +104,7 @@ struct serde<bool> {
 /// @brief `float` and `double`: their IEEE-754 bits, big-endian, as Kafka's
 /// FloatSerializer and DoubleSerializer write them.
 template <class T>
-    requires detail::serde_floating<T>
+    requires detail::serdes::serde_floating<T>
 struct serde<T> {
     static_assert(std::numeric_limits<T>::is_iec559,
                   "strata: float and double serdes need IEEE-754 floating point");
@@ -113,10 +113,10 @@ struct serde<T> {
     static constexpr std::size_t min_size = sizeof(T);
 
     static void write(const T& v, byte_buffer& out) {
-        detail::write_big_endian(std::bit_cast<bits_type>(v), out);
+        detail::serdes::write_big_endian(std::bit_cast<bits_type>(v), out);
     }
     [[nodiscard]] static T read(byte_reader& in) {
-        return std::bit_cast<T>(detail::read_big_endian<bits_type>(in));
+        return std::bit_cast<T>(detail::serdes::read_big_endian<bits_type>(in));
     }
 };
 

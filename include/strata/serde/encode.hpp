@@ -34,7 +34,7 @@
 
 namespace strata {
 
-namespace detail {
+namespace detail::serdes {
 
 /// Types written as their raw bytes when they are a whole record.
 template <class T>
@@ -54,7 +54,7 @@ constexpr bool require_serde() {
     return serializable<T>;
 }
 
-}  // namespace detail
+}  // namespace detail::serdes
 
 /// @brief Appends v's bytes as a whole record key or value to out.
 ///
@@ -65,7 +65,7 @@ constexpr bool require_serde() {
 /// @param out the buffer to append to
 template <class T>
 void encode(const T& v, byte_buffer& out) {
-    if constexpr (detail::require_serde<T>()) {
+    if constexpr (detail::serdes::require_serde<T>()) {
         if constexpr (std::is_same_v<T, std::string>) append_bytes(out, as_bytes(v));
         else if constexpr (std::is_same_v<T, byte_buffer>) append_bytes(out, v);
         else serde<T>::write(v, out);
@@ -77,7 +77,7 @@ void encode(const T& v, byte_buffer& out) {
 template <class T>
 [[nodiscard]] byte_buffer encode(const T& v) {
     byte_buffer out;
-    if constexpr (detail::require_serde<T>()) encode(v, out);
+    if constexpr (detail::serdes::require_serde<T>()) encode(v, out);
     return out;
 }
 
@@ -91,7 +91,7 @@ template <class T>
 /// or have bytes left over after a complete T
 template <class T>
 [[nodiscard]] T decode(bytes_view bytes) {
-    if constexpr (detail::require_serde<T>()) {
+    if constexpr (detail::serdes::require_serde<T>()) {
         if constexpr (std::is_same_v<T, std::string>) {
             return std::string(as_chars(bytes));
         } else if constexpr (std::is_same_v<T, byte_buffer>) {

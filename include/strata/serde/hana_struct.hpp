@@ -27,7 +27,7 @@
 
 namespace strata {
 
-namespace detail {
+namespace detail::serdes {
 
 /// T models Boost.Hana's Struct concept.
 template <class T>
@@ -55,7 +55,7 @@ inline constexpr std::size_t hana_min_size =
                                        std::size_t{0})>{};
     }))::value;
 
-}  // namespace detail
+}  // namespace detail::serdes
 
 /// @brief Any Boost.Hana Struct whose fields all have serdes: the fields in
 /// declaration order, nothing in between.
@@ -63,13 +63,13 @@ inline constexpr std::size_t hana_min_size =
 /// Reading default-constructs a T and assigns each field as it is decoded,
 /// so T must be default-constructible.
 template <class T>
-    requires detail::hana_struct<T> && detail::hana_fields_serializable<T>
+    requires detail::serdes::hana_struct<T> && detail::serdes::hana_fields_serializable<T>
 struct serde<T> {
-    static constexpr std::size_t min_size = detail::hana_min_size<T>;
+    static constexpr std::size_t min_size = detail::serdes::hana_min_size<T>;
 
     static void write(const T& v, byte_buffer& out) {
         boost::hana::for_each(boost::hana::accessors<T>(), [&](const auto& accessor) {
-            using field = detail::hana_field_t<T, decltype(accessor)>;
+            using field = detail::serdes::hana_field_t<T, decltype(accessor)>;
             serde<field>::write(boost::hana::second(accessor)(v), out);
         });
     }
@@ -80,7 +80,7 @@ struct serde<T> {
                       "and assigning each field in turn: give it a default constructor");
         T v{};
         boost::hana::for_each(boost::hana::accessors<T>(), [&](const auto& accessor) {
-            using field = detail::hana_field_t<T, decltype(accessor)>;
+            using field = detail::serdes::hana_field_t<T, decltype(accessor)>;
             boost::hana::second(accessor)(v) = serde<field>::read(in);
         });
         return v;

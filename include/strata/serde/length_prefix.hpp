@@ -25,12 +25,12 @@
 
 namespace strata {
 
-namespace detail {
+namespace detail::serdes {
 template <class S>
 concept has_min_size = requires {
     { S::min_size } -> std::convertible_to<std::size_t>;
 };
-}  // namespace detail
+}  // namespace detail::serdes
 
 /// @brief The fewest bytes any value of T encodes to: `serde<T>::min_size`
 /// when the serde declares it, else 0 (unknown).
@@ -40,11 +40,11 @@ concept has_min_size = requires {
 /// values are never empty.
 template <class T>
 [[nodiscard]] constexpr std::size_t min_encoded_size() noexcept {
-    if constexpr (detail::has_min_size<serde<T>>) return static_cast<std::size_t>(serde<T>::min_size);
+    if constexpr (detail::serdes::has_min_size<serde<T>>) return static_cast<std::size_t>(serde<T>::min_size);
     else return 0;
 }
 
-namespace detail {
+namespace detail::serdes {
 
 /// The size of a length or count prefix.
 inline constexpr std::size_t length_prefix_size = sizeof(std::uint32_t);
@@ -76,6 +76,6 @@ inline void write_length(std::size_t n, byte_buffer& out, std::string_view what)
     return n;
 }
 
-}  // namespace detail
+}  // namespace detail::serdes
 
 }  // namespace strata

@@ -28,15 +28,15 @@ namespace strata {
 /// the bytes. (A top-level string is raw bytes; see encode.hpp.)
 template <>
 struct serde<std::string> {
-    static constexpr std::size_t min_size = detail::length_prefix_size;
+    static constexpr std::size_t min_size = detail::serdes::length_prefix_size;
 
     static void write(const std::string& v, byte_buffer& out) {
-        detail::write_length(v.size(), out, "a std::string");
+        detail::serdes::write_length(v.size(), out, "a std::string");
         append_bytes(out, as_bytes(v));
     }
     [[nodiscard]] static std::string read(byte_reader& in) {
         // Checked against the remaining bytes before the string is allocated.
-        const std::size_t n = detail::read_length(in, 1, "string length");
+        const std::size_t n = detail::serdes::read_length(in, 1, "string length");
         return std::string(as_chars(in.take(n)));
     }
 };

@@ -19,7 +19,7 @@
 
 namespace strata {
 
-namespace detail {
+namespace detail::serdes {
 
 /// The compiler's spelling of T, cut out of the signature of this function.
 /// The signature text is a string literal, so the view stays valid forever.
@@ -53,7 +53,7 @@ struct join_names {
     static constexpr std::string_view value{storage.data(), storage.size() - 1};
 };
 
-}  // namespace detail
+}  // namespace detail::serdes
 
 /// @brief The readable name of T used in error messages.
 ///
@@ -62,7 +62,7 @@ struct join_names {
 /// @tparam T the type to name
 template <class T>
 struct type_name_of {
-    static constexpr std::string_view value = detail::compiler_type_name<T>();
+    static constexpr std::string_view value = detail::serdes::compiler_type_name<T>();
 };
 
 /// @brief The readable name of T, e.g. `std::vector<std::int64_t>`.
@@ -101,22 +101,22 @@ STRATA_DETAIL_NAME_TYPE(std::string, "std::string");
 
 #undef STRATA_DETAIL_NAME_TYPE
 
-namespace detail {
+namespace detail::serdes {
 inline constexpr std::string_view vector_open = "std::vector<";
 inline constexpr std::string_view optional_open = "std::optional<";
 inline constexpr std::string_view angle_close = ">";
-}  // namespace detail
+}  // namespace detail::serdes
 
 template <class T>
 struct type_name_of<std::vector<T>> {
     static constexpr std::string_view value =
-        detail::join_names<detail::vector_open, type_name_of<T>::value, detail::angle_close>::value;
+        detail::serdes::join_names<detail::serdes::vector_open, type_name_of<T>::value, detail::serdes::angle_close>::value;
 };
 
 template <class T>
 struct type_name_of<std::optional<T>> {
     static constexpr std::string_view value =
-        detail::join_names<detail::optional_open, type_name_of<T>::value, detail::angle_close>::value;
+        detail::serdes::join_names<detail::serdes::optional_open, type_name_of<T>::value, detail::serdes::angle_close>::value;
 };
 
 }  // namespace strata

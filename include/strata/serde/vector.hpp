@@ -7,6 +7,13 @@
 /// encoding of T) before any memory is reserved, so a corrupt count cannot
 /// make the reader allocate more than the input could describe.
 ///
+/// That check needs the element's smallest encoding (`min_encoded_size<T>`).
+/// Where it is 0 (a user serde that does not declare `min_size`, or a struct
+/// with no fields) the count cannot be bounded up front: the reader reserves
+/// no more than the remaining bytes and stops at the first element that runs
+/// out of input. Only elements that really encode to zero bytes can then make
+/// a huge count cost time and memory; give such serdes a `min_size`.
+///
 /// `byte_buffer` (`std::vector<std::byte>`) nested in a composite is this
 /// format too: count, then the bytes. As a whole record it is raw bytes like
 /// Kafka's ByteArraySerializer; see encode.hpp.
@@ -26,24 +33,24 @@
 
 namespace strata {
 
-namespace detail {
+namespace detail::serdes {
 /// One-byte types whose encoding is their own byte: vectors of them are
 /// copied in one go. (`bool` is one byte too, but every byte is checked.)
 template <class T>
 concept bytewise = std::same_as<T, std::byte> || std::same_as<T, char> ||
                    std::same_as<T, signed char> || std::same_as<T, unsigned char>;
-}  // namespace detail
+}  // namespace detail::serdes
 
 /// @brief `std::vector<T>` for any serializable T: u32 big-endian count,
 /// then each element's own encoding.
 template <class T>
     requires serializable<T>
 struct serde<std::vector<T>> {
-    static constexpr std::size_t min_size = detail::length_prefix_size;
+    static constexpr std::size_t min_size = detail::serdes::length_prefix_size;
 
     static void write(const std::vector<T>& v, byte_buffer& out) {
-        detail::write_length(v.size(), out, "a std::vector");
-        if constexpr (detail::bytewise<T>) {
+        detail::serdes::write_length(v.size(), out, "a std::vector");
+        if constexpr (detail::serdes::bytewise<T>) {
             const std::size_t at = out.size();
             out.resize(at + v.size());
             if (!v.empty()) std::memcpy(out.data() + at, v.data(), v.size());
@@ -54,9 +61,9 @@ struct serde<std::vector<T>> {
 
     [[nodiscard]] static std::vector<T> read(byte_reader& in) {
         constexpr std::size_t min_each = min_encoded_size<T>();
-        const std::size_t n = detail::read_length(in, min_each, "element count");
+        const std::size_t n = detail::serdes::read_length(in, min_each, "element count");
         std::vector<T> v;
-        if constexpr (detail::bytewise<T>) {
+        if constexpr (detail::serdes::bytewise<T>) {
             const bytes_view b = in.take(n);
             v.resize(n);
             if (n != 0) std::memcpy(v.data(), b.data(), n);
