@@ -48,8 +48,9 @@
 # are serialised.
 set -euo pipefail
 
-readonly script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readonly repo_dir="$(cd "${script_dir}/.." && pwd)"
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_dir="$(cd "${script_dir}/.." && pwd)"
+readonly script_dir repo_dir
 
 readonly kafka_version="${STRATA_KAFKA_VERSION:-3.9.1}"
 readonly cache_dir="${STRATA_CACHE_DIR:-${repo_dir}/.cache}"
@@ -107,7 +108,8 @@ cmd_fetch() {
   # download never leaves a folder that looks complete.
   local tmp="${libs_dir}.tmp.$$"
   rm -rf "${tmp}"
-  local mvn_log="$(dirname "${libs_dir}")/fetch.log"
+  local mvn_log
+  mvn_log="$(dirname "${libs_dir}")/fetch.log"
   if ! mvn -B -q -f "${pom}" dependency:copy-dependencies \
       -Dkafka.version="${kafka_version}" -DincludeScope=runtime \
       -DoutputDirectory="${tmp}" >"${mvn_log}" 2>&1; then
@@ -280,6 +282,9 @@ cmd_start() {
 
   local pid
   if pid="$(running_pid)"; then
+    # Same run dir, other ports: the caller would talk to the wrong address.
+    grep -qx "advertised.listeners=PLAINTEXT://${bootstrap}" "${props_file}" \
+      || die "a broker from ${run_dir} already runs on other ports ($(grep '^advertised.listeners=' "${props_file}")); stop it or set STRATA_KAFKA_RUN_DIR"
     say "already running (pid ${pid}) on ${bootstrap}"
     return 0
   fi
@@ -319,6 +324,8 @@ cmd_start() {
     -cp "${libs_dir}/*" kafka.Kafka "${props_file}" \
     </dev/null >>"${console_file}" 2>&1 9>&- 8>&- &
   pid=$!
+  # Not a job of this shell: no "Killed" notice if it has to be killed below.
+  disown "${pid}"
   echo "${pid}" >"${pid_file}"
   say "started pid ${pid}, waiting up to ${start_timeout}s for ${bootstrap}"
 
