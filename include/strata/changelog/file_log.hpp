@@ -34,6 +34,7 @@
 #include <optional>
 #include <ranges>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
