@@ -35,7 +35,9 @@ template <class C, class S>
 constexpr bool check_layer_order() {
     using store = std::remove_cvref_t<S>;
     constexpr layer_kind kind = std::remove_cvref_t<C>::kind;
-    if constexpr (!state_store<store>) {
+    if constexpr (std::is_same_v<store, rejected_stack>) {
+        return false;  // an inner layer already said what is wrong
+    } else if constexpr (!state_store<store>) {
         static_assert(state_store<store>,
                       "strata: the left operand of `|` is not a state store. A store needs a member "
                       "`name()` returning something convertible to std::string_view "

@@ -47,13 +47,18 @@ auto decorate(S&& store, Layers&&... layers) {
     });
     // Sorted ranks hold a duplicate exactly when removing adjacent repeats shortens them.
     using ranks = decltype(hana::transform(sorted, [](const auto& c) { return detail::rank_of(c); }));
-    static_assert(decltype(hana::length(hana::unique(std::declval<ranks>())) ==
-                           hana::length(std::declval<ranks>()))::value,
+    constexpr bool unique = decltype(hana::length(hana::unique(std::declval<ranks>())) ==
+                                     hana::length(std::declval<ranks>()))::value;
+    static_assert(unique,
                   "strata::decorate: a layer is given twice; each of logged, cached and metered "
                   "may appear at most once");
-    return hana::fold_left(std::move(sorted), std::forward<S>(store), [](auto&& acc, auto&& layer) {
-        return std::forward<decltype(layer)>(layer)(std::forward<decltype(acc)>(acc));
-    });
+    if constexpr (unique) {
+        return hana::fold_left(std::move(sorted), std::forward<S>(store), [](auto&& acc, auto&& layer) {
+            return std::forward<decltype(layer)>(layer)(std::forward<decltype(acc)>(acc));
+        });
+    } else {
+        return detail::rejected_stack{};
+    }
 }
 
 }  // namespace strata

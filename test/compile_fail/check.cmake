@@ -1,0 +1,17 @@
+# Builds one compile-fail target and checks how it fails.
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(log "${out}${err}")
+if(result EQUAL 0)
+  message(FATAL_ERROR "${TARGET} compiled, but it must not")
+endif()
+string(FIND "${log}" "${EXPECTED}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${TARGET} failed without the expected message\n  expected: ${EXPECTED}\n--- compiler output ---\n${log}")
+endif()
+string(REGEX MATCHALL "static assertion failed" asserts "${log}")
+list(LENGTH asserts n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "${TARGET}: expected exactly one static assertion, got ${n}\n--- compiler output ---\n${log}")
+endif()
+message(STATUS "${TARGET}: fails as expected with: ${EXPECTED}")
