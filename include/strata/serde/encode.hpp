@@ -36,22 +36,31 @@ namespace strata {
 
 namespace detail::serdes {
 
-/// Types written as their raw bytes when they are a whole record.
+/// char arrays and char pointers: string literals, which deserve their own hint.
 template <class T>
-inline constexpr bool raw_when_whole_record =
-    std::is_same_v<T, std::string> || std::is_same_v<T, byte_buffer>;
+inline constexpr bool is_c_string =
+    (std::is_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>) ||
+    std::is_same_v<std::remove_cv_t<T>, char*> || std::is_same_v<std::remove_cv_t<T>, const char*>;
 
 /// The single place a missing serde is reported. Being one function template,
 /// it is instantiated once per T, so a caller sees one diagnostic however
 /// many of encode/decode mention T.
 template <class T>
 constexpr bool require_serde() {
-    static_assert(serializable<T>,
-                  "strata: no serde for this type: specialize strata::serde<T> (static write(const T&, "
-                  "byte_buffer&) and static T read(byte_reader&)) or define it with "
-                  "BOOST_HANA_DEFINE_STRUCT; for a struct, vector or optional every field or element "
-                  "type needs a serde too");
-    return serializable<T>;
+    if constexpr (is_c_string<T>) {
+        // A string literal is the likeliest way to get here; say so directly.
+        static_assert(sizeof(T) == 0,
+                      "strata: no serde for C strings and char arrays: pass a std::string "
+                      "(e.g. encode(std::string(\"abc\")))");
+        return false;
+    } else {
+        static_assert(serializable<T>,
+                      "strata: no serde for this type: specialize strata::serde<T> (static "
+                      "write(const T&, byte_buffer&) and static T read(byte_reader&)) or define it "
+                      "with BOOST_HANA_DEFINE_STRUCT; for a struct, vector or optional every field or "
+                      "element type needs a serde too");
+        return serializable<T>;
+    }
 }
 
 }  // namespace detail::serdes
