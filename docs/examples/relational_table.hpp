@@ -10,6 +10,7 @@
 
 #include <boost/hana/define_struct.hpp>
 
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,14 +35,17 @@ struct employee {
 // [row]
 
 // [updates]
-/// Which rows an UPDATE or DELETE touches: an optional department (answered
-/// from the secondary index) and an optional predicate on the row.
+/// Which rows an UPDATE or DELETE touches: an optional primary key, an
+/// optional department (answered from the secondary index) and an optional
+/// predicate on the row. All given parts must hold.
 struct where {
-    std::optional<std::string> department;
-    std::function<bool(const employee&)> predicate;
+    std::optional<std::int64_t> id = {};
+    std::optional<std::string> department = {};
+    std::function<bool(const employee&)> predicate = {};
 
     bool matches(const employee& e) const {
-        return (!department || e.department == *department) && (!predicate || predicate(e));
+        return (!id || e.id == *id) && (!department || e.department == *department) &&
+               (!predicate || predicate(e));
     }
 };
 
@@ -87,9 +91,11 @@ public:
     /// Primary keys of the rows that match, through the index when it can.
     std::vector<std::int64_t> select_ids(const where& w) const {
         std::vector<std::int64_t> ids;
-        if (w.department) {
-            auto [lo, hi] = by_department_.equal_range(*w.department);
-            for (auto it = lo; it != hi; ++it)
+        if (w.id) {
+            if (auto it = rows_.find(*w.id); it != rows_.end() && w.matches(it->second)) ids.push_back(*w.id);
+        } else if (w.department) {
+            for (auto it = by_department_.lower_bound({*w.department, INT64_MIN});
+                 it != by_department_.end() && it->first == *w.department; ++it)
                 if (w.matches(rows_.at(it->second))) ids.push_back(it->second);
         } else {
             for (const auto& [id, row] : rows_)
@@ -99,8 +105,9 @@ public:
     }
     std::int64_t payroll(std::string_view department) const {
         std::int64_t sum = 0;
-        auto [lo, hi] = by_department_.equal_range(std::string(department));
-        for (auto it = lo; it != hi; ++it) sum += rows_.at(it->second).salary;
+        for (auto it = by_department_.lower_bound({std::string(department), INT64_MIN});
+             it != by_department_.end() && it->first == department; ++it)
+            sum += rows_.at(it->second).salary;
         return sum;
     }
     const std::map<std::int64_t, employee>& rows() const noexcept { return rows_; }
@@ -121,18 +128,11 @@ public:
     }
 
 private:
-    void unindex(const employee& row) {
-        auto [lo, hi] = by_department_.equal_range(row.department);
-        for (auto it = lo; it != hi; ++it)
-            if (it->second == row.id) {
-                by_department_.erase(it);
-                return;
-            }
-    }
+    void unindex(const employee& row) { by_department_.erase({row.department, row.id}); }
 
     std::string name_;
     std::map<std::int64_t, employee> rows_;
-    std::multimap<std::string, std::int64_t> by_department_;
+    std::set<std::pair<std::string, std::int64_t>> by_department_;  // (department, id)
 };
 // [table]
 

@@ -50,21 +50,21 @@ void run_history(S& s, model& m, std::uint64_t seed, int steps) {
                 const std::int64_t raise = amount(rng);
                 for (auto& [k, e] : m)
                     if (e.department == d) e.salary += raise;
-                s.apply(update_where{where{d, {}}, [raise](employee& e) { e.salary += raise; }});
+                s.apply(update_where{where{.department = d}, [raise](employee& e) { e.salary += raise; }});
                 break;
             }
             case 6: {  // UPDATE ... SET department = d WHERE salary > limit (moves rows between index keys)
                 const std::int64_t limit = 1000 + amount(rng);
                 for (auto& [k, e] : m)
                     if (e.salary > limit) e.department = d;
-                s.apply(update_where{where{std::nullopt, [limit](const employee& e) { return e.salary > limit; }},
+                s.apply(update_where{where{.predicate = [limit](const employee& e) { return e.salary > limit; }},
                                      [d](employee& e) { e.department = d; }});
                 break;
             }
             case 7: {  // DELETE FROM employees WHERE department = d AND salary < limit
                 const std::int64_t limit = 1000 + amount(rng);
                 std::erase_if(m, [&](const auto& kv) { return kv.second.department == d && kv.second.salary < limit; });
-                s.apply(delete_where{where{d, [limit](const employee& e) { return e.salary < limit; }}});
+                s.apply(delete_where{where{.department = d, .predicate = [limit](const employee& e) { return e.salary < limit; }}});
                 break;
             }
             case 8:
@@ -73,7 +73,7 @@ void run_history(S& s, model& m, std::uint64_t seed, int steps) {
             default: {  // DELETE one row by key
                 const std::int64_t k = id(rng);
                 m.erase(k);
-                s.apply(delete_where{where{std::nullopt, [k](const employee& e) { return e.id == k; }}});
+                s.apply(delete_where{where{.id = k}});
             }
         }
     }
@@ -136,7 +136,7 @@ TEST_CASE("a multi-row update writes one record per touched row, with that row's
         s.apply(insert_row{employee{i, "e" + std::to_string(i), i % 2 ? "eng" : "ops", 100 * i}});
     REQUIRE(e.log.records().size() == 6);
 
-    s.apply(update_where{where{"eng", {}}, [](employee& x) { x.salary += 1; }});
+    s.apply(update_where{where{.department = "eng"}, [](employee& x) { x.salary += 1; }});
     const auto& recs = e.log.records();
     REQUIRE(recs.size() == 9);  // rows 1, 3, 5
     for (std::size_t i = 6; i < 9; ++i) {
@@ -146,7 +146,7 @@ TEST_CASE("a multi-row update writes one record per touched row, with that row's
         REQUIRE(strata::decode<std::int64_t>(recs[i].key) == row.id);
     }
 
-    s.apply(delete_where{where{"ops", {}}});
+    s.apply(delete_where{where{.department = "ops"}});
     REQUIRE(e.log.records().size() == 12);  // rows 2, 4, 6
     for (std::size_t i = 9; i < 12; ++i) REQUIRE(e.log.records()[i].is_tombstone());
     REQUIRE(strata::innermost(s).size() == 3);
@@ -157,7 +157,7 @@ TEST_CASE("the cache writes one record per touched row per flush", "[table][cach
     auto s = employee_table("employees") | strata::logged(e.log, table_codec{}) | strata::cached();
     for (std::int64_t i = 1; i <= 4; ++i) s.apply(insert_row{employee{i, "e", "eng", 100}});
     for (int round = 0; round < 50; ++round)
-        s.apply(update_where{where{"eng", {}}, [](employee& x) { x.salary += 10; }});
+        s.apply(update_where{where{.department = "eng"}, [](employee& x) { x.salary += 10; }});
     REQUIRE(e.log.records().empty());
     s.flush();
     REQUIRE(e.log.records().size() == 4);

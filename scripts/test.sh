@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The second of strata's two commands: installs what is missing, builds
+# everything, starts a real Kafka broker (from Maven Central jars), and runs
+# the whole test suite with ctest. Extra arguments go to ctest (e.g. -R law).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${STRATA_BUILD_DIR:-${root}/build}"
+broker="${root}/scripts/kafka-broker.sh"
+
+bash "${root}/scripts/setup.sh"
+cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "${build}" -j "$(nproc)"
+
+# The Kafka tests talk to a real broker; it runs for the length of the suite.
+"${broker}" start
+trap '"${broker}" stop' EXIT
+eval "$("${broker}" env)"
+export STRATA_KAFKA_BROKER_SCRIPT="${broker}"
+
+ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" "$@"
