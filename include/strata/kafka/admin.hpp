@@ -1,0 +1,216 @@
+#pragma once
+/// @file
+/// @brief Changelog topics: their names, and making sure one exists with the
+/// settings a changelog needs (compacted, the right partition count) before
+/// any store writes to it.
+
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::kafka {
+
+/// @brief The changelog topic of a store, named as Kafka Streams names it,
+/// `<application>-<store>-changelog`, so tools that know Kafka Streams find it.
+[[nodiscard]] inline std::string changelog_topic_name(std::string_view application, std::string_view store) {
+    std::string t(application);
+    t += '-';
+    t += store;
+    t += "-changelog";
+    return t;
+}
+
+/// @brief How a changelog topic is created, and what is checked when it exists.
+struct topic_options {
+    std::string bootstrap_servers;         ///< e.g. "127.0.0.1:9092"
+    std::int32_t partitions = 1;           ///< one per input partition
+    std::int16_t replication_factor = 1;   ///< 3 in production; 1 for a single test broker
+    /// Topic configs added at creation, e.g. {"segment.ms", "100"}; cleanup.policy
+    /// is `compact` unless given here.
+    settings topic_configs;
+    /// librdkafka settings of the admin client (security, timeouts).
+    settings client_settings;
+    std::chrono::milliseconds timeout{30'000};  ///< for each admin request
+    /// Refuse an existing topic whose cleanup.policy is not `compact`. Records
+    /// carry the current state of a key, so only compaction (never time or
+    /// size retention) keeps everything restore needs.
+    bool require_compaction = true;
+};
+
+/// @brief What `ensure_topic` found.
+enum class topic_status { created, existed };
+
+namespace detail {
+
+inline client admin_client(const topic_options& o) {
+    conf c(o.client_settings);
+    c.set("bootstrap.servers", o.bootstrap_servers);
+    return client(RD_KAFKA_PRODUCER, std::move(c));
+}
+
+/// Waits for the result event of one admin request.
+inline unique_event await_admin(rd_kafka_queue_t* q, rd_kafka_event_type_t type, std::chrono::milliseconds timeout,
+                                std::string_view what) {
+    unique_event ev(rd_kafka_queue_poll(q, timeout_ms(timeout) + 1000));
+    if (!ev) throw kafka_error(what, RD_KAFKA_RESP_ERR__TIMED_OUT);
+    if (rd_kafka_event_type(ev.get()) != type || rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw kafka_error(what, rd_kafka_event_error(ev.get()), rd_kafka_event_error_string(ev.get()));
+    return ev;
+}
+
+inline unique_admin_options admin_options(rd_kafka_t* rk, rd_kafka_admin_op_t op, std::chrono::milliseconds timeout) {
+    unique_admin_options opts(rd_kafka_AdminOptions_new(rk, op));
+    std::array<char, 256> err{};
+    check(rd_kafka_AdminOptions_set_request_timeout(opts.get(), timeout_ms(timeout), err.data(), err.size()),
+          "admin request timeout");
+    if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS)
+        check(rd_kafka_AdminOptions_set_operation_timeout(opts.get(), timeout_ms(timeout), err.data(), err.size()),
+              "admin operation timeout");
+    return opts;
+}
+
+/// @returns whether the topic was created (false: it already existed)
+inline bool create_topic(rd_kafka_t* rk, const std::string& topic, const topic_options& o) {
+    std::array<char, 512> err{};
+    using unique_new_topic = std::unique_ptr<rd_kafka_NewTopic_t, destroy_with<&rd_kafka_NewTopic_destroy>>;
+    unique_new_topic nt(rd_kafka_NewTopic_new(topic.c_str(), o.partitions, o.replication_factor, err.data(),
+                                              err.size()));
+    if (!nt) throw changelog_error("strata::kafka: cannot create topic " + topic + ": " + err.data());
+    const std::string what = "create topic " + topic;
+    if (!o.topic_configs.contains("cleanup.policy"))
+        check(rd_kafka_NewTopic_set_config(nt.get(), "cleanup.policy", "compact"), what);
+    for (const auto& [name, value] : o.topic_configs)
+        check(rd_kafka_NewTopic_set_config(nt.get(), name.c_str(), value.c_str()), what);
+
+    const unique_queue q(rd_kafka_queue_new(rk));
+    const auto opts = admin_options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, o.timeout);
+    rd_kafka_NewTopic_t* topics[] = {nt.get()};
+    rd_kafka_CreateTopics(rk, topics, 1, opts.get(), q.get());
+    const unique_event ev = await_admin(q.get(), RD_KAFKA_EVENT_CREATETOPICS_RESULT, o.timeout, what);
+    std::size_t n = 0;
+    const rd_kafka_topic_result_t** results =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
+    if (n != 1) throw kafka_error(what, RD_KAFKA_RESP_ERR__BAD_MSG, "no result for the topic");
+    const rd_kafka_resp_err_t code = rd_kafka_topic_result_error(results[0]);
+    if (code == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) return false;
+    if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char* msg = rd_kafka_topic_result_error_string(results[0]);
+        throw kafka_error(what, code, msg != nullptr ? msg : "");
+    }
+    return true;
+}
+
+/// The topic's cleanup.policy, as the broker reports it.
+inline std::string cleanup_policy(rd_kafka_t* rk, const std::string& topic, const topic_options& o) {
+    const std::string what = "describe the configs of topic " + topic;
+    using unique_resource = std::unique_ptr<rd_kafka_ConfigResource_t, destroy_with<&rd_kafka_ConfigResource_destroy>>;
+    unique_resource res(rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str()));
+    const unique_queue q(rd_kafka_queue_new(rk));
+    const auto opts = admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, o.timeout);
+    rd_kafka_ConfigResource_t* resources[] = {res.get()};
+    rd_kafka_DescribeConfigs(rk, resources, 1, opts.get(), q.get());
+    const unique_event ev = await_admin(q.get(), RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, o.timeout, what);
+    std::size_t n = 0;
+    const rd_kafka_ConfigResource_t** described =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
+    if (n != 1) throw kafka_error(what, RD_KAFKA_RESP_ERR__BAD_MSG, "no result for the topic");
+    check(rd_kafka_ConfigResource_error(described[0]), what);
+    std::size_t entries = 0;
+    const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(described[0], &entries);
+    for (std::size_t i = 0; i < entries; ++i) {
+        if (std::string_view(rd_kafka_ConfigEntry_name(configs[i])) == "cleanup.policy") {
+            const char* v = rd_kafka_ConfigEntry_value(configs[i]);
+            return v != nullptr ? v : "";
+        }
+    }
+    return {};
+}
+
+/// Polls metadata until the topic has `expected` partitions, each with a
+/// leader (a freshly created topic takes a moment to become usable); -1
+/// accepts any count. @returns the partition count
+inline std::int32_t await_partitions(rd_kafka_t* rk, const std::string& topic, std::int32_t expected,
+                                     std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const unique_topic rkt(rd_kafka_topic_new(rk, topic.c_str(), nullptr));
+    rd_kafka_resp_err_t last = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    for (;;) {
+        const rd_kafka_metadata_t* md = nullptr;
+        last = rd_kafka_metadata(rk, 0, rkt.get(), &md, 5000);
+        if (last == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            const std::unique_ptr<const rd_kafka_metadata_t, destroy_with<&rd_kafka_metadata_destroy>> owned(md);
+            last = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+            if (last == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                const auto& t = md->topics[0];
+                bool led = t.partition_cnt > 0;
+                for (int i = 0; i < t.partition_cnt; ++i) led = led && t.partitions[i].leader >= 0;
+                if (led && (expected < 0 || t.partition_cnt >= expected)) {
+                    // Leaders in the metadata may not serve yet: wait until each answers.
+                    for (int i = 0; i < t.partition_cnt; ++i)
+                        (void)query_end_offset(rk, topic, t.partitions[i].id,
+                                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                   deadline - std::chrono::steady_clock::now()));
+                    return t.partition_cnt;
+                }
+            }
+        }
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw kafka_error("wait for topic " + topic + " to become available", last);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+}  // namespace detail
+
+/// @brief Makes sure `topic` exists and can serve as a changelog: creates it
+/// (compacted, `o.partitions` partitions, `o.topic_configs`) when missing;
+/// when it exists, refuses it unless its cleanup.policy is `compact` (with
+/// `o.require_compaction`) and it has exactly `o.partitions` partitions, since
+/// a store instance per input partition reads the changelog partition of the
+/// same number.
+/// @throws changelog_error the cluster cannot be reached, refused the topic,
+///         or the existing topic does not fit
+inline topic_status ensure_topic(const std::string& topic, const topic_options& o) {
+    if (o.partitions < 1) throw usage_error("strata::kafka::ensure_topic: partitions must be at least 1");
+    const client admin = detail::admin_client(o);
+    const bool created = detail::create_topic(admin.get(), topic, o);
+    const std::int32_t partitions =
+        detail::await_partitions(admin.get(), topic, created ? o.partitions : -1, o.timeout);
+    if (created) return topic_status::created;
+
+    if (partitions != o.partitions)
+        throw changelog_error("strata::kafka: changelog topic " + topic + " has " + std::to_string(partitions) +
+                              " partitions, expected " + std::to_string(o.partitions) +
+                              " (one per input partition); a changelog's partition count cannot change, so "
+                              "recreate the topic or use the matching count");
+    if (o.require_compaction) {
+        const std::string policy = detail::cleanup_policy(admin.get(), topic, o);
+        if (policy != "compact")
+            throw changelog_error("strata::kafka: changelog topic " + topic + " has cleanup.policy=" +
+                                  (policy.empty() ? std::string("<unknown>") : policy) +
+                                  ", but a changelog needs cleanup.policy=compact: its records carry the "
+                                  "current state of each key, and deletion by time or size would lose state "
+                                  "that restore needs. Alter the topic (kafka-configs --alter --add-config "
+                                  "cleanup.policy=compact) or choose another name");
+    }
+    return topic_status::existed;
+}
+
+/// @brief `ensure_topic(changelog_topic_name(application, store), o)`.
+/// @returns the topic's name
+inline std::string ensure_changelog_topic(std::string_view application, std::string_view store,
+                                          const topic_options& o) {
+    std::string topic = changelog_topic_name(application, store);
+    (void)ensure_topic(topic, o);
+    return topic;
+}
+
+}  // namespace strata::kafka

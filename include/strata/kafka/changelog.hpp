@@ -1,0 +1,334 @@
+#pragma once
+/// @file
+/// @brief `strata::kafka::kafka_changelog`: a store's changelog in one
+/// partition of a compacted Kafka topic, written by an idempotent (or
+/// transactional) producer and replayed by a consumer that needs no group.
+
+#include <strata/core/bytes.hpp>
+#include <strata/core/concepts.hpp>
+#include <strata/core/error.hpp>
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/kafka/producer.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::kafka {
+
+/// @brief Where a `kafka_changelog` writes and how.
+struct kafka_changelog_options {
+    std::string bootstrap_servers;  ///< e.g. "127.0.0.1:9092"
+    std::string topic;              ///< see changelog_topic_name() and ensure_topic()
+    std::int32_t partition = 0;     ///< the partition this store instance owns
+    /// librdkafka settings of the producer, passed through: batching
+    /// (`linger.ms`, `batch.size`), `compression.type`, `message.timeout.ms`
+    /// (how long a record may wait for a broker before flush() fails), ...
+    settings producer_settings;
+    /// librdkafka settings of the consumers that replay and query offsets.
+    settings consumer_settings;
+    /// Bound on reaching the cluster at construction: a wrong address or a
+    /// missing topic fails within it.
+    std::chrono::milliseconds connect_timeout{10'000};
+    /// Bound on one offset query (end_offset) and on a replay that receives
+    /// nothing at all for this long.
+    std::chrono::milliseconds request_timeout{30'000};
+    /// Replay and end_offset() see only committed transactions (and stop at
+    /// the last stable offset). Keep it on: with exactly-once, records of an
+    /// aborted or unfinished transaction must never be restored.
+    bool read_committed = true;
+    /// Records handed over per librdkafka batch call during replay.
+    std::size_t replay_batch = 4096;
+};
+
+namespace detail {
+inline client make_consumer(const kafka_changelog_options& o) {
+    conf c;
+    c.set("bootstrap.servers", o.bootstrap_servers);
+    c.set("allow.auto.create.topics", "false");
+    c.set("enable.auto.commit", "false");
+    c.set("enable.auto.offset.store", "false");
+    c.set("enable.partition.eof", "true");
+    c.set("auto.offset.reset", "earliest");
+    // Restore reads one partition as fast as it can: big fetches, no wait.
+    c.set("fetch.max.bytes", "67108864");
+    c.set("max.partition.fetch.bytes", "33554432");
+    c.set("receive.message.max.bytes", "100000000");
+    c.set("queued.max.messages.kbytes", "262144");
+    c.set("fetch.wait.max.ms", "100");
+    c.set("isolation.level", o.read_committed ? "read_committed" : "read_uncommitted");
+    c.set(o.consumer_settings);
+    return client(RD_KAFKA_CONSUMER, std::move(c));
+}
+}  // namespace detail
+
+/// @brief A changelog in partition `partition` of a Kafka topic; satisfies
+/// `strata::changelog`.
+///
+/// - `append` copies the record into librdkafka's queue (a tombstone is a
+///   record with a null value) for the explicit partition: the store instance
+///   that owns input partition p writes changelog partition p.
+/// - `flush` blocks until the broker acknowledged every record appended, and
+///   returns one past the highest acknowledged offset. If any record failed,
+///   it throws, and so does every later call: records after a lost one could
+///   be acknowledged, but a store rebuilt from them would silently miss the
+///   lost update, so nothing from this changelog object is reported durable
+///   again. Recover by rebuilding the store from a new changelog object.
+/// - `end_offset` asks the broker (the last stable offset when read_committed).
+/// - `replay(from)` reads with a fresh consumer up to the end offset taken
+///   when it begins.
+///
+/// Movable, not copyable; one thread at a time.
+class kafka_changelog {
+public:
+    class replay_range;
+
+    /// @brief Connects with its own idempotent producer.
+    /// @throws changelog_error no broker answers within `connect_timeout`, the
+    ///         topic or partition does not exist, a setting is invalid
+    explicit kafka_changelog(kafka_changelog_options o)
+        : kafka_changelog(o, std::make_shared<producer>(
+                                 producer_options{o.bootstrap_servers, std::nullopt, o.producer_settings})) {}
+
+    /// @brief Writes through a shared producer: with a transactional one, the
+    /// records belong to its open transaction (see transaction.hpp) and the
+    /// options' producer settings are not used.
+    kafka_changelog(kafka_changelog_options o, std::shared_ptr<producer> p)
+        : opts_(std::move(o)), producer_(std::move(p)), tracker_(&producer_->new_tracker()),
+          consumer_(detail::make_consumer(opts_)) {
+        if (opts_.partition < 0) throw usage_error("strata::kafka_changelog: negative partition");
+        const std::int32_t count =
+            probe_topic(producer_->get(), opts_.bootstrap_servers, opts_.topic, opts_.connect_timeout);
+        if (opts_.partition >= count)
+            throw changelog_error("strata::kafka: topic " + opts_.topic + " has " + std::to_string(count) +
+                                  " partitions, no partition " + std::to_string(opts_.partition));
+        topic_.reset(rd_kafka_topic_new(producer_->get(), opts_.topic.c_str(), nullptr));
+        durable_end_ = end_offset();
+    }
+
+    kafka_changelog(kafka_changelog&&) noexcept = default;
+    kafka_changelog& operator=(kafka_changelog&&) noexcept = default;
+
+    /// @brief Queues a copy of `r` (its offset is ignored). Not durable until flush().
+    /// @throws changelog_error an earlier record failed, or librdkafka refused this one
+    void append(const record_view& r) {
+        throw_if_failed();
+        producer_->produce(topic_.get(), opts_.partition, r.key, r.value, *tracker_);
+        ++appended_;
+    }
+
+    /// @brief Waits until every appended record is acknowledged.
+    /// @returns one past the last acknowledged offset: every record below it
+    ///          that this object appended is in the log
+    /// @throws changelog_error a record was not acknowledged (the broker
+    ///         refused it, or it timed out after `message.timeout.ms`)
+    offset_t flush() {
+        producer_->wait(*tracker_);
+        throw_if_failed();
+        if (tracker_->last_offset >= 0)
+            durable_end_ = std::max(durable_end_, static_cast<offset_t>(tracker_->last_offset) + 1);
+        return durable_end_;
+    }
+
+    /// @brief The end of the partition, from the broker: the high watermark,
+    /// or with read_committed the last stable offset (transactions still open
+    /// end it). Records appended but not yet acknowledged are not counted.
+    /// @throws changelog_error the broker did not answer within request_timeout
+    [[nodiscard]] offset_t end_offset() const {
+        const std::int64_t hi = query_end_offset(consumer_.get(), opts_.topic, opts_.partition, opts_.request_timeout);
+        return hi < 0 ? 0 : static_cast<offset_t>(hi);
+    }
+
+    /// @brief The records from offset `from` up to the end offset taken now.
+    [[nodiscard]] replay_range replay(offset_t from = 0) const;
+
+    [[nodiscard]] const std::string& topic() const noexcept { return opts_.topic; }
+    [[nodiscard]] std::int32_t partition() const noexcept { return opts_.partition; }
+    [[nodiscard]] const kafka_changelog_options& options() const noexcept { return opts_; }
+    /// @brief Records appended by this object.
+    [[nodiscard]] std::uint64_t appended() const noexcept { return appended_; }
+    /// @brief Records of this object the broker acknowledged so far.
+    [[nodiscard]] std::uint64_t acknowledged() const noexcept { return tracker_->acked; }
+    [[nodiscard]] producer& writer() noexcept { return *producer_; }
+
+private:
+    [[nodiscard]] std::string where() const { return opts_.topic + "[" + std::to_string(opts_.partition) + "]"; }
+
+    void throw_if_failed() const {
+        if (!tracker_->has_failed()) return;
+        throw kafka_error(std::to_string(tracker_->failed) + " record(s) to " + where() +
+                              " were not acknowledged; nothing appended to this changelog is reported "
+                              "durable any more (rebuild the store from a new changelog)",
+                          tracker_->first_error, tracker_->first_error_text);
+    }
+
+    kafka_changelog_options opts_;
+    std::shared_ptr<producer> producer_;
+    delivery_tracker* tracker_;
+    client consumer_;  // offset queries with the configured isolation level
+    unique_topic topic_;
+    offset_t durable_end_ = 0;
+    std::uint64_t appended_ = 0;
+};
+
+/// @brief An input range of `record_view`s read from one partition, ending
+/// at the end offset taken when the range was made. Offsets may jump
+/// (compaction, transaction markers, aborted records); the range ends when
+/// the consumer reaches the end, even where the last offsets are markers.
+/// Each view is valid until the iterator moves on.
+class kafka_changelog::replay_range {
+public:
+    class iterator {
+    public:
+        using value_type = record_view;
+        using difference_type = std::ptrdiff_t;
+        using iterator_concept = std::input_iterator_tag;
+
+        iterator() = default;
+        explicit iterator(replay_range* r) : r_(r) {}
+
+        [[nodiscard]] const record_view& operator*() const noexcept { return r_->current_; }
+        iterator& operator++() {
+            r_->advance();
+            return *this;
+        }
+        void operator++(int) { ++*this; }
+        friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return it.at_end(); }
+
+    private:
+        [[nodiscard]] bool at_end() const noexcept { return r_ == nullptr || r_->done_; }
+
+        replay_range* r_ = nullptr;
+    };
+
+    replay_range(const kafka_changelog_options& o, offset_t from)
+        : consumer_(detail::make_consumer(o)), partition_(o.partition), idle_timeout_(o.request_timeout),
+          where_(o.topic + "[" + std::to_string(o.partition) + "]") {
+        const std::int64_t hi = query_end_offset(consumer_.get(), o.topic, o.partition, o.request_timeout);
+        end_ = hi < 0 ? 0 : static_cast<offset_t>(hi);
+        if (from >= end_) {
+            done_ = true;
+            return;
+        }
+        topic_.reset(rd_kafka_topic_new(consumer_.get(), o.topic.c_str(), nullptr));
+        if (rd_kafka_consume_start(topic_.get(), partition_, static_cast<std::int64_t>(from)) != 0)
+            throw kafka_error("start reading " + where_, rd_kafka_last_error());
+        started_ = true;
+        batch_.resize(o.replay_batch == 0 ? 1 : o.replay_batch);
+    }
+
+    replay_range(replay_range&&) = delete;  // iterators point into it; see replay()
+
+    ~replay_range() {
+        release_batch();
+        if (started_) (void)rd_kafka_consume_stop(topic_.get(), partition_);
+    }
+
+    [[nodiscard]] iterator begin() {
+        if (!done_ && !primed_) {
+            primed_ = true;
+            advance();
+        }
+        return iterator(this);
+    }
+    [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+    /// @brief The end offset taken when the replay began.
+    [[nodiscard]] offset_t end_offset() const noexcept { return end_; }
+
+private:
+    void release_batch() noexcept {
+        for (std::size_t i = next_; i < count_; ++i) rd_kafka_message_destroy(batch_[i]);
+        next_ = count_ = 0;
+        if (held_ != nullptr) {
+            rd_kafka_message_destroy(held_);
+            held_ = nullptr;
+        }
+    }
+
+    void finish() noexcept {
+        release_batch();
+        done_ = true;
+    }
+
+    void advance() {
+        if (held_ != nullptr) {
+            rd_kafka_message_destroy(held_);
+            held_ = nullptr;
+        }
+        auto idle_since = std::chrono::steady_clock::now();
+        for (;;) {
+            if (next_ == count_) {
+                next_ = count_ = 0;
+                const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 200, batch_.data(), batch_.size());
+                if (n < 0) throw kafka_error("read " + where_, rd_kafka_last_error());
+                count_ = static_cast<std::size_t>(n);
+                if (count_ == 0) {
+                    if (std::chrono::steady_clock::now() - idle_since > idle_timeout_)
+                        throw kafka_error("replay " + where_ + ": nothing received for " +
+                                              std::to_string(idle_timeout_.count()) + " ms before offset " +
+                                              std::to_string(end_),
+                                          RD_KAFKA_RESP_ERR__TIMED_OUT);
+                    continue;
+                }
+                idle_since = std::chrono::steady_clock::now();
+            }
+            rd_kafka_message_t* m = batch_[next_++];
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                // Caught up with everything readable; with read_committed the
+                // readable end is the last stable offset.
+                rd_kafka_message_destroy(m);
+                finish();
+                return;
+            }
+            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                const kafka_error e("read " + where_, m->err, rd_kafka_message_errstr(m));
+                rd_kafka_message_destroy(m);
+                throw e;
+            }
+            if (m->offset < 0 || static_cast<offset_t>(m->offset) >= end_) {
+                rd_kafka_message_destroy(m);
+                finish();
+                return;
+            }
+            held_ = m;
+            current_.key = bytes_view(static_cast<const std::byte*>(m->key), m->key_len);
+            if (m->payload == nullptr) current_.value.reset();
+            else current_.value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
+            current_.offset = static_cast<offset_t>(m->offset);
+            return;
+        }
+    }
+
+    client consumer_;
+    unique_topic topic_;
+    std::int32_t partition_;
+    std::chrono::milliseconds idle_timeout_;
+    std::string where_;
+    offset_t end_ = 0;
+    bool started_ = false;
+    bool primed_ = false;
+    bool done_ = false;
+    std::vector<rd_kafka_message_t*> batch_;
+    std::size_t next_ = 0;
+    std::size_t count_ = 0;
+    rd_kafka_message_t* held_ = nullptr;  // the message current_ points into
+    record_view current_;
+};
+
+inline kafka_changelog::replay_range kafka_changelog::replay(offset_t from) const {
+    return replay_range(opts_, from);  // guaranteed copy elision: never moved
+}
+
+static_assert(changelog<kafka_changelog>);
+
+}  // namespace strata::kafka

@@ -1,0 +1,58 @@
+#pragma once
+/// @file
+/// @brief How librdkafka failures become strata exceptions: every one is a
+/// `strata::changelog_error` whose message names what strata was doing,
+/// librdkafka's error name (e.g. `_TRANSPORT`, `TOPIC_AUTHORIZATION_FAILED`)
+/// and librdkafka's own description.
+
+#include <strata/core/error.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::kafka {
+
+/// @brief A `changelog_error` raised by librdkafka, keeping its error code so
+/// that callers can tell, say, a fenced producer from a broker that went away.
+class kafka_error : public changelog_error {
+public:
+    /// @param what what strata was doing, e.g. "create topic app-s-changelog"
+    /// @param code librdkafka's error code
+    /// @param detail librdkafka's error string, when it gave a more specific one
+    kafka_error(std::string_view what, rd_kafka_resp_err_t code, std::string_view detail = {})
+        : changelog_error(format(what, code, detail)), code_(code) {}
+
+    [[nodiscard]] rd_kafka_resp_err_t code() const noexcept { return code_; }
+
+private:
+    static std::string format(std::string_view what, rd_kafka_resp_err_t code, std::string_view detail) {
+        std::string m = "strata::kafka: ";
+        m += what;
+        m += ": ";
+        m += rd_kafka_err2name(code);
+        m += ": ";
+        m += detail.empty() ? std::string_view(rd_kafka_err2str(code)) : detail;
+        return m;
+    }
+
+    rd_kafka_resp_err_t code_;
+};
+
+/// @brief Throws `kafka_error` unless `code` is NO_ERROR.
+inline void check(rd_kafka_resp_err_t code, std::string_view what) {
+    if (code != RD_KAFKA_RESP_ERR_NO_ERROR) throw kafka_error(what, code);
+}
+
+/// @brief Takes ownership of an `rd_kafka_error_t` (the transactional API's
+/// richer error) and throws it as `kafka_error`; does nothing for null.
+inline void check(rd_kafka_error_t* err, std::string_view what) {
+    if (err == nullptr) return;
+    const std::unique_ptr<rd_kafka_error_t, decltype(&rd_kafka_error_destroy)> owned(err,
+                                                                                    &rd_kafka_error_destroy);
+    throw kafka_error(what, rd_kafka_error_code(err), rd_kafka_error_string(err));
+}
+
+}  // namespace strata::kafka

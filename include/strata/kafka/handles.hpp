@@ -1,0 +1,200 @@
+#pragma once
+/// @file
+/// @brief Owning wrappers of librdkafka's handles, so that no path, error
+/// paths included, leaks a client, a configuration or a message: `conf`,
+/// `client` (producer or consumer), and `unique_*` pointers for topic
+/// partition lists, topics, queues, events, messages and group metadata.
+
+#include <strata/kafka/error.hpp>
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::kafka {
+
+/// @brief librdkafka settings by name (see librdkafka's CONFIGURATION.md),
+/// passed through as they are: batching (`linger.ms`, `batch.size`),
+/// compression (`compression.type`), timeouts, security.
+using settings = std::map<std::string, std::string, std::less<>>;
+
+namespace detail {
+template <auto Destroy>
+struct destroy_with {
+    template <class T>
+    void operator()(T* p) const noexcept {
+        Destroy(p);
+    }
+};
+}  // namespace detail
+
+/// @brief Owns a topic partition list.
+using unique_partition_list =
+    std::unique_ptr<rd_kafka_topic_partition_list_t, detail::destroy_with<&rd_kafka_topic_partition_list_destroy>>;
+/// @brief Owns a topic handle (for the legacy per-partition consumer API).
+using unique_topic = std::unique_ptr<rd_kafka_topic_t, detail::destroy_with<&rd_kafka_topic_destroy>>;
+/// @brief Owns a queue reference.
+using unique_queue = std::unique_ptr<rd_kafka_queue_t, detail::destroy_with<&rd_kafka_queue_destroy>>;
+/// @brief Owns an event (an admin result, for one).
+using unique_event = std::unique_ptr<rd_kafka_event_t, detail::destroy_with<&rd_kafka_event_destroy>>;
+/// @brief Owns a consumed message.
+using unique_message = std::unique_ptr<rd_kafka_message_t, detail::destroy_with<&rd_kafka_message_destroy>>;
+/// @brief Owns a consumer's group metadata, as a transaction needs it.
+using unique_group_metadata = std::unique_ptr<rd_kafka_consumer_group_metadata_t,
+                                              detail::destroy_with<&rd_kafka_consumer_group_metadata_destroy>>;
+/// @brief Owns admin options.
+using unique_admin_options =
+    std::unique_ptr<rd_kafka_AdminOptions_t, detail::destroy_with<&rd_kafka_AdminOptions_destroy>>;
+
+/// @brief A new partition list holding one partition (offset unset).
+[[nodiscard]] inline unique_partition_list one_partition(std::string_view topic, std::int32_t partition,
+                                                         std::int64_t offset = RD_KAFKA_OFFSET_INVALID) {
+    unique_partition_list list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), std::string(topic).c_str(), partition)->offset = offset;
+    return list;
+}
+
+/// @brief A librdkafka configuration under construction. Setting an unknown
+/// name or an invalid value throws at once, naming both, rather than failing
+/// later with a vaguer message.
+class conf {
+public:
+    conf() : conf_(rd_kafka_conf_new()) {}
+    explicit conf(const settings& s) : conf() { set(s); }
+
+    conf(conf&&) noexcept = default;
+    conf& operator=(conf&&) noexcept = default;
+
+    /// @throws changelog_error librdkafka rejected the name or the value
+    conf& set(std::string_view name, std::string_view value) {
+        std::array<char, 512> err{};
+        const std::string n(name), v(value);
+        if (rd_kafka_conf_set(conf_.get(), n.c_str(), v.c_str(), err.data(), err.size()) != RD_KAFKA_CONF_OK)
+            throw changelog_error("strata::kafka: invalid setting " + n + "=" + v + ": " + err.data());
+        return *this;
+    }
+    conf& set(const settings& s) {
+        for (const auto& [name, value] : s) set(name, value);
+        return *this;
+    }
+
+    /// @brief The value of a setting (librdkafka's default when unset).
+    [[nodiscard]] std::string get(std::string_view name) const {
+        std::array<char, 1024> buf{};
+        std::size_t size = buf.size();
+        if (rd_kafka_conf_get(conf_.get(), std::string(name).c_str(), buf.data(), &size) != RD_KAFKA_CONF_OK)
+            return {};
+        return buf.data();
+    }
+
+    [[nodiscard]] rd_kafka_conf_t* get() const noexcept { return conf_.get(); }
+    /// @brief Gives up ownership (rd_kafka_new takes it on success).
+    [[nodiscard]] rd_kafka_conf_t* release() noexcept { return conf_.release(); }
+
+private:
+    std::unique_ptr<rd_kafka_conf_t, detail::destroy_with<&rd_kafka_conf_destroy>> conf_;
+};
+
+/// @brief An owned producer or consumer (`rd_kafka_t`). A consumer that
+/// joined a group is closed (leaving the group cleanly) before it is destroyed.
+class client {
+public:
+    /// @throws changelog_error librdkafka refused the configuration
+    client(rd_kafka_type_t type, conf c) {
+        std::array<char, 512> err{};
+        rd_kafka_t* rk = rd_kafka_new(type, c.get(), err.data(), err.size());
+        if (rk == nullptr)
+            throw changelog_error(std::string("strata::kafka: cannot create a ") +
+                                  (type == RD_KAFKA_PRODUCER ? "producer" : "consumer") + ": " + err.data());
+        (void)c.release();  // rd_kafka_new owns it now
+        rk_.reset(rk);
+    }
+
+    client(client&& o) noexcept : rk_(std::move(o.rk_)), close_consumer_(o.close_consumer_) {}
+    client& operator=(client&& o) noexcept {
+        if (this != &o) {
+            destroy();
+            rk_ = std::move(o.rk_);
+            close_consumer_ = o.close_consumer_;
+        }
+        return *this;
+    }
+    ~client() { destroy(); }
+
+    /// @brief Marks a consumer whose group membership must be closed first.
+    void close_consumer_on_destroy() noexcept { close_consumer_ = true; }
+
+    [[nodiscard]] rd_kafka_t* get() const noexcept { return rk_.get(); }
+    explicit operator bool() const noexcept { return rk_ != nullptr; }
+
+private:
+    void destroy() noexcept {
+        if (!rk_) return;
+        if (close_consumer_) (void)rd_kafka_consumer_close(rk_.get());
+        rk_.reset();
+    }
+
+    std::unique_ptr<rd_kafka_t, detail::destroy_with<&rd_kafka_destroy>> rk_;
+    bool close_consumer_ = false;
+};
+
+/// @brief Milliseconds as the `int` librdkafka's timeouts take.
+[[nodiscard]] inline int timeout_ms(std::chrono::milliseconds t) noexcept {
+    const auto c = t.count();
+    return c < 0 ? 0 : c > 0x7fffffff ? 0x7fffffff : static_cast<int>(c);
+}
+
+/// @brief The high watermark of a partition, or with a read_committed
+/// consumer handle its last stable offset. Errors a new or moving partition
+/// gives for a moment (no leader yet) are retried until `timeout`.
+/// @throws kafka_error any other error, or still failing at the deadline
+inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                     std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        std::int64_t lo = 0, hi = 0;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        const rd_kafka_resp_err_t err =
+            rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &lo, &hi, timeout_ms(left));
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return hi;
+        const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+                               err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                               err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                               err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
+                               err == RD_KAFKA_RESP_ERR__TRANSPORT;
+        if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
+            throw kafka_error("query the end offset of " + topic + "[" + std::to_string(partition) + "]", err);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+/// @brief Checks that a broker at `bootstrap` answers within `timeout` and
+/// that `topic` exists there: a wrong address or a missing topic fails here,
+/// fast and with a clear message, instead of as a delivery timeout minutes later.
+/// @returns the topic's partition count
+inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std::string_view topic,
+                                std::chrono::milliseconds timeout) {
+    const unique_topic rkt(rd_kafka_topic_new(rk, std::string(topic).c_str(), nullptr));
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &md, timeout_ms(timeout));
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw kafka_error("no answer from the Kafka cluster at '" + std::string(bootstrap) + "' within " +
+                              std::to_string(timeout.count()) + " ms (wrong bootstrap.servers, or the broker is down?)",
+                          err);
+    const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
+    if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw kafka_error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
+                              "' (create it first, e.g. with strata::kafka::ensure_topic)",
+                          md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    return md->topics[0].partition_cnt;
+}
+
+}  // namespace strata::kafka

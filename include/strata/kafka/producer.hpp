@@ -1,0 +1,170 @@
+#pragma once
+/// @file
+/// @brief `strata::kafka::producer`: one librdkafka producer that several
+/// writers share (the changelogs of a task and its output, all in one
+/// transaction), each counting its own acknowledgements through a
+/// `delivery_tracker`, so that every writer learns exactly which of *its*
+/// records the broker acknowledged and which it refused.
+
+#include <strata/core/bytes.hpp>
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::kafka {
+
+/// @brief What the broker said about one writer's records.
+struct delivery_tracker {
+    std::uint64_t in_flight = 0;  ///< produced, no delivery report yet
+    std::uint64_t acked = 0;      ///< acknowledged records
+    std::uint64_t failed = 0;     ///< records the producer gave up on
+    std::int64_t last_offset = -1;  ///< highest acknowledged offset
+    rd_kafka_resp_err_t first_error = RD_KAFKA_RESP_ERR_NO_ERROR;
+    std::string first_error_text;
+
+    [[nodiscard]] bool has_failed() const noexcept { return failed != 0; }
+};
+
+/// @brief Options of a producer.
+struct producer_options {
+    std::string bootstrap_servers;
+    /// Set for exactly-once: the producer then writes only inside
+    /// transactions (see transaction.hpp). Keep it stable across restarts of
+    /// the same task, so a restarted task fences its predecessor.
+    std::optional<std::string> transactional_id;
+    /// librdkafka settings passed through (`linger.ms`, `batch.size`,
+    /// `compression.type`, `message.timeout.ms`, ...). `enable.idempotence`
+    /// is always on: a retried batch must never be written twice.
+    settings extra;
+};
+
+/// @brief An idempotent (optionally transactional) librdkafka producer.
+/// Not thread-safe: produce, wait and the transaction calls run on one thread,
+/// which is also where delivery reports are served.
+class producer {
+public:
+    explicit producer(producer_options o) : bootstrap_(o.bootstrap_servers), client_(make(o)) {
+        transactional_ = o.transactional_id.has_value();
+    }
+
+    producer(const producer&) = delete;
+    producer& operator=(const producer&) = delete;
+
+    ~producer() {
+        // Unflushed records are not durable by contract; drop them rather
+        // than block the destructor on a broker that may be gone.
+        (void)rd_kafka_purge(client_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(client_.get(), 0);
+    }
+
+    /// @brief A tracker for one writer. It lives as long as the producer, so
+    /// a delivery report that arrives after its writer is gone is harmless.
+    [[nodiscard]] delivery_tracker& new_tracker() { return trackers_.emplace_back(); }
+
+    /// @brief Enqueues a copy of one record for `partition` of `topic`;
+    /// `value` empty means a tombstone (a null value). Waits while
+    /// librdkafka's queue is full.
+    /// @throws kafka_error the producer refused the record (fatal error, unknown partition)
+    void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
+                 delivery_tracker& tracker) {
+        static constexpr char empty = 0;  // a non-null pointer for an empty key or value
+        const void* k = key.empty() ? static_cast<const void*>(&empty) : key.data();
+        void* v = nullptr;
+        std::size_t v_len = 0;
+        if (value) {
+            v = const_cast<std::byte*>(value->empty() ? reinterpret_cast<const std::byte*>(&empty) : value->data());
+            v_len = value->size();
+        }
+        for (;;) {
+            if (rd_kafka_produce(topic, partition, RD_KAFKA_MSG_F_COPY, v, v_len, k, key.size(), &tracker) == 0) {
+                ++tracker.in_flight;
+                return;
+            }
+            const rd_kafka_resp_err_t err = rd_kafka_last_error();
+            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
+                                      std::to_string(partition) + "]",
+                                  err, fatal_text(err));
+            rd_kafka_poll(client_.get(), 10);  // serve delivery reports to make room
+        }
+    }
+
+    /// @brief Blocks until every record of `tracker` has its delivery report
+    /// (acknowledged or failed). Bounded by `message.timeout.ms`: librdkafka
+    /// fails a record it could not deliver in that time.
+    void wait(const delivery_tracker& tracker) {
+        while (tracker.in_flight != 0) (void)rd_kafka_flush(client_.get(), 100);
+    }
+
+    /// @brief Serves pending delivery reports without blocking.
+    void poll() { rd_kafka_poll(client_.get(), 0); }
+
+    [[nodiscard]] rd_kafka_t* get() const noexcept { return client_.get(); }
+    [[nodiscard]] const std::string& bootstrap_servers() const noexcept { return bootstrap_; }
+    [[nodiscard]] bool transactional() const noexcept { return transactional_; }
+
+    /// @brief librdkafka's fatal error, if one was raised (the producer is then unusable).
+    [[nodiscard]] std::optional<std::string> fatal_error() const {
+        std::array<char, 512> buf{};
+        const rd_kafka_resp_err_t err = rd_kafka_fatal_error(client_.get(), buf.data(), buf.size());
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;
+        return std::string(rd_kafka_err2name(err)) + ": " + buf.data();
+    }
+
+private:
+    std::string fatal_text(rd_kafka_resp_err_t err) const {
+        if (err != RD_KAFKA_RESP_ERR__FATAL) return {};
+        return fatal_error().value_or("");
+    }
+
+    static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+        auto* t = static_cast<delivery_tracker*>(m->_private);
+        if (t == nullptr) return;
+        --t->in_flight;
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (t->failed++ == 0) {
+                t->first_error = m->err;
+                t->first_error_text = rd_kafka_message_errstr(m);
+            }
+            return;
+        }
+        ++t->acked;
+        t->last_offset = std::max<std::int64_t>(t->last_offset, m->offset);
+    }
+
+    static client make(const producer_options& o) {
+        conf c;
+        // Defaults first; the caller's settings may override any of them.
+        c.set("bootstrap.servers", o.bootstrap_servers);
+        c.set("allow.auto.create.topics", "false");
+        c.set("linger.ms", "5");
+        c.set(o.extra);
+        // Not overridable: without idempotence a retry after a lost
+        // acknowledgement duplicates or reorders records.
+        c.set("enable.idempotence", "true");
+        c.set("acks", "all");
+        if (o.transactional_id) c.set("transactional.id", *o.transactional_id);
+        rd_kafka_conf_set_dr_msg_cb(c.get(), &producer::on_delivery);
+        return client(RD_KAFKA_PRODUCER, std::move(c));
+    }
+
+    std::string bootstrap_;
+    std::deque<delivery_tracker> trackers_;  // declared before client_: outlives it
+    client client_;
+    bool transactional_ = false;
+};
+
+}  // namespace strata::kafka

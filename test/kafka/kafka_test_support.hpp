@@ -1,0 +1,59 @@
+#pragma once
+// What every test against the real broker needs: the bootstrap address (the
+// test command starts the broker and exports it; a test fails, never skips,
+// when it is missing), unique topic names, and topics made to order.
+
+#include <catch2/catch.hpp>
+
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/changelog.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include <unistd.h>
+
+namespace kafka_test {
+
+/// The broker the test command started, from STRATA_KAFKA_BOOTSTRAP.
+inline std::string bootstrap() {
+    const char* b = std::getenv("STRATA_KAFKA_BOOTSTRAP");
+    if (b == nullptr || *b == '\0')
+        FAIL("STRATA_KAFKA_BOOTSTRAP is not set: start a broker with `scripts/kafka-broker.sh start` and "
+             "`eval \"$(scripts/kafka-broker.sh env)\"`, or run the project's test command, which does both");
+    return b;
+}
+
+/// A topic name no other test run used: test name, pid, time, counter.
+inline std::string unique_name(const std::string& what) {
+    static std::atomic<int> counter{0};
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    return "strata-test-" + what + "-" + std::to_string(::getpid()) + "-" +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) + "-" +
+           std::to_string(counter++);
+}
+
+/// Creates a fresh compacted topic and returns its name.
+inline std::string make_topic(const std::string& what, std::int32_t partitions = 1,
+                              strata::kafka::settings configs = {}) {
+    const std::string topic = unique_name(what);
+    strata::kafka::topic_options o;
+    o.bootstrap_servers = bootstrap();
+    o.partitions = partitions;
+    o.topic_configs = std::move(configs);
+    REQUIRE(strata::kafka::ensure_topic(topic, o) == strata::kafka::topic_status::created);
+    return topic;
+}
+
+inline strata::kafka::kafka_changelog_options log_options(const std::string& topic, std::int32_t partition = 0) {
+    strata::kafka::kafka_changelog_options o;
+    o.bootstrap_servers = bootstrap();
+    o.topic = topic;
+    o.partition = partition;
+    return o;
+}
+
+}  // namespace kafka_test
