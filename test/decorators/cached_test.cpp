@@ -1,0 +1,126 @@
+// The cache: coalescing, reads, the byte bound, eviction, restore.
+
+#include <catch2/catch.hpp>
+
+#include <strata/changelog/memory_log.hpp>
+#include <strata/decorators/all.hpp>
+#include <strata/serde/all.hpp>
+#include <strata/stores/hash_map_store.hpp>
+#include <strata/stores/ordered_map_store.hpp>
+
+#include <string>
+
+namespace {
+
+using store_t = strata::ordered_map_store<std::int64_t, std::string>;
+
+/// A kv store that counts how often it is read, to see what the cache spares it.
+class counting_store : public strata::hash_map_store<std::int64_t, std::string> {
+public:
+    using hash_map_store::hash_map_store;
+    std::optional<std::string> get(const std::int64_t& k) const {
+        ++reads;
+        return hash_map_store::get(k);
+    }
+    mutable int reads = 0;
+};
+
+std::string value_of(const strata::record& r) { return strata::decode<std::string>(*r.value); }
+
+}  // namespace
+
+TEST_CASE("N updates to one key between two flushes give one record", "[cached]") {
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::cached();
+    for (int i = 0; i < 1000; ++i) s.put(42, "v" + std::to_string(i));
+    s.put(7, "seven");
+    REQUIRE(log.records().empty());  // nothing serialized before the flush
+    s.flush();
+    REQUIRE(log.records().size() == 2);
+    REQUIRE(strata::decode<std::int64_t>(log.records()[0].key) == 42);  // oldest dirty key first
+    REQUIRE(value_of(log.records()[0]) == "v999");
+    REQUIRE(strata::layer<strata::cached_store>(s).stats().flushed_records == 2);
+
+    s.put(42, "again");
+    s.erase(7);
+    s.flush();
+    REQUIRE(log.records().size() == 4);
+    REQUIRE(value_of(log.records()[2]) == "again");
+    REQUIRE(log.records()[3].is_tombstone());
+
+    s.flush();  // nothing dirty: nothing written
+    REQUIRE(log.records().size() == 4);
+}
+
+TEST_CASE("the cache answers repeated reads and counts hits and misses", "[cached]") {
+    auto s = counting_store("s") | strata::cached();
+    s.put(1, "one");
+    REQUIRE(s.get(1) == std::optional<std::string>("one"));  // written through the cache: a hit
+    REQUIRE(s.get(2) == std::nullopt);                        // a miss...
+    REQUIRE(s.get(2) == std::nullopt);                        // ...then a known absence: a hit
+    REQUIRE(s.base().reads == 1);
+    const auto st = s.stats();
+    REQUIRE(st.hits == 2);
+    REQUIRE(st.misses == 1);
+    REQUIRE(st.hit_ratio() == Approx(2.0 / 3.0));
+}
+
+TEST_CASE("the cache stays within its byte bound and an evicted dirty key writes its record", "[cached]") {
+    strata::memory_log log;
+    const std::size_t bound = 4096;
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = bound});
+    const std::string big(200, 'x');
+    for (std::int64_t k = 0; k < 100; ++k) {
+        s.put(k, big + std::to_string(k));
+        REQUIRE(s.stats().bytes <= bound);
+    }
+    const auto st = s.stats();
+    REQUIRE(st.evictions > 0);
+    REQUIRE(st.dirty_evictions == st.evictions);  // every evicted entry was dirty
+    REQUIRE(log.records().size() == st.dirty_evictions);  // each wrote its record on the way out
+    REQUIRE(strata::decode<std::int64_t>(log.records().front().key) == 0);  // least recently used first
+
+    s.flush();
+    REQUIRE(log.records().size() == 100);  // evicted or flushed, each key once: nothing lost
+    auto fresh = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = bound});
+    fresh.restore();
+    for (std::int64_t k = 0; k < 100; ++k) REQUIRE(fresh.get(k) == big + std::to_string(k));
+}
+
+TEST_CASE("a read keeps an entry recently used so eviction takes another", "[cached]") {
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = 1400});
+    s.put(1, std::string(100, 'a'));
+    s.put(2, std::string(100, 'b'));
+    s.flush();
+    for (std::int64_t k = 3; k < 40 && s.stats().evictions == 0; ++k) {
+        REQUIRE(s.get(1).has_value());  // keep key 1 hot
+        s.put(k, std::string(100, 'c'));
+    }
+    REQUIRE(s.stats().evictions > 0);
+    const auto hits_before = s.stats().hits;
+    REQUIRE(s.get(1).has_value());
+    REQUIRE(s.stats().hits == hits_before + 1);  // key 1 survived; key 2 went first
+}
+
+TEST_CASE("restore through the cache drops what the cache held", "[cached]") {
+    strata::memory_log log;
+    {
+        auto s = store_t("s") | strata::logged(log) | strata::cached();
+        s.put(1, "one");
+        s.flush();
+    }
+    auto s = store_t("s") | strata::logged(log) | strata::cached();
+    REQUIRE_FALSE(s.get(1).has_value());  // a fresh store: the cache now remembers an absence
+    s.restore();
+    REQUIRE(s.get(1) == std::optional<std::string>("one"));
+    REQUIRE(s.stats().entries == 1);
+}
+
+TEST_CASE("a cache without a changelog beneath writes nothing and marks nothing dirty", "[cached]") {
+    auto s = store_t("s") | strata::cached();
+    s.put(1, "one");
+    REQUIRE(s.dirty_count() == 0);
+    s.apply(strata::erase_op<std::int64_t>{1});
+    REQUIRE_FALSE(s.get(1).has_value());
+}
