@@ -1,0 +1,76 @@
+// Topic admin against a real broker: a changelog topic is created compacted
+// with the partition count asked for; an existing topic is accepted only if
+// it fits (compacted, same partition count); an unreachable cluster fails
+// within the timeout.
+
+#include "kafka_test_support.hpp"
+
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/changelog.hpp>
+
+#include <chrono>
+
+using namespace strata::kafka;
+
+namespace {
+topic_options options(std::int32_t partitions) {
+    topic_options o;
+    o.bootstrap_servers = kafka_test::bootstrap();
+    o.partitions = partitions;
+    return o;
+}
+}  // namespace
+
+TEST_CASE("admin: changelog topics are named like Kafka Streams names them", "[kafka][admin]") {
+    REQUIRE(changelog_topic_name("shared-state", "votes") == "shared-state-votes-changelog");
+}
+
+TEST_CASE("admin: a missing changelog topic is created compacted, then found as it is", "[kafka][admin]") {
+    const std::string app = kafka_test::unique_name("app");
+    const std::string topic = ensure_changelog_topic(app, "store", options(3));
+    REQUIRE(topic == app + "-store-changelog");
+    // Created with 3 partitions, each usable at once.
+    for (std::int32_t p = 0; p < 3; ++p) {
+        kafka_changelog log(kafka_test::log_options(topic, p));
+        REQUIRE(log.end_offset() == 0);
+    }
+    REQUIRE_THROWS_WITH(kafka_changelog(kafka_test::log_options(topic, 3)), Catch::Contains("no partition 3"));
+    // Ensuring again finds it and accepts it: it is compacted and the count matches.
+    REQUIRE(ensure_topic(topic, options(3)) == topic_status::existed);
+}
+
+TEST_CASE("admin: an existing topic with another partition count is refused", "[kafka][admin]") {
+    const std::string topic = kafka_test::make_topic("partitions", 2);
+    REQUIRE_THROWS_WITH(ensure_topic(topic, options(4)),
+                        Catch::Contains("has 2 partitions, expected 4") && Catch::Contains(topic));
+}
+
+TEST_CASE("admin: an existing topic that is not compacted is refused", "[kafka][admin]") {
+    const std::string topic = kafka_test::unique_name("not-compacted");
+    auto o = options(1);
+    o.topic_configs = {{"cleanup.policy", "delete"}};
+    REQUIRE(ensure_topic(topic, o) == topic_status::created);
+    REQUIRE_THROWS_WITH(ensure_topic(topic, options(1)),
+                        Catch::Contains("cleanup.policy=delete") && Catch::Contains("needs cleanup.policy=compact"));
+    // Whoever knows better may opt out.
+    auto lax = options(1);
+    lax.require_compaction = false;
+    REQUIRE(ensure_topic(topic, lax) == topic_status::existed);
+}
+
+TEST_CASE("admin: extra topic configs are passed through at creation", "[kafka][admin]") {
+    // An invalid value makes the broker refuse the creation, naming the config.
+    auto o = options(1);
+    o.topic_configs = {{"min.cleanable.dirty.ratio", "7"}};
+    REQUIRE_THROWS_WITH(ensure_topic(kafka_test::unique_name("bad-config"), o),
+                        Catch::Contains("INVALID_CONFIG") || Catch::Contains("min.cleanable.dirty.ratio"));
+}
+
+TEST_CASE("admin: an unreachable cluster fails within the timeout", "[kafka][admin][bootstrap]") {
+    topic_options o;
+    o.bootstrap_servers = "127.0.0.1:1";  // nothing listens there
+    o.timeout = std::chrono::milliseconds(3000);
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE_THROWS_AS(ensure_topic(kafka_test::unique_name("unreachable"), o), strata::changelog_error);
+    REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
