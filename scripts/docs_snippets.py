@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Keeps the code in docs/*.md identical to the compiled examples.
+
+A Markdown line
+
+    <!-- snippet: tutorial.cpp#make-store -->
+
+must be followed immediately by a ```cpp fenced block whose content is the
+lines between the two `// [make-store]` marker lines of
+docs/examples/tutorial.cpp (markers excluded, common indentation removed).
+
+    docs_snippets.py --check    exit 1, with a diff, if any block differs
+                                or a marker is missing
+    docs_snippets.py --update   rewrite the blocks from the sources
+"""
+
+import argparse
+import difflib
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+
+SNIPPET = re.compile(r"^<!--\s*snippet:\s*(?P<file>[^#\s]+)#(?P<name>[\w.-]+)\s*-->\s*$")
+MARKER = re.compile(r"^\s*//\s*\[(?P<name>[\w.-]+)\]\s*$")
+FENCE_OPEN = re.compile(r"^```cpp\s*$")
+FENCE_CLOSE = "```"
+
+
+class SnippetError(Exception):
+    pass
+
+
+def dedent(lines):
+    indents = [len(l) - len(l.lstrip(" ")) for l in lines if l.strip()]
+    cut = min(indents, default=0)
+    return [l[cut:] if l.strip() else "" for l in lines]
+
+
+def region(source: str, name: str, cache={}):
+    """The lines between the two `// [name]` markers of docs/examples/<source>."""
+    path = EXAMPLES / source
+    if path not in cache:
+        if not path.is_file():
+            raise SnippetError(f"no such example: {path.relative_to(ROOT)}")
+        cache[path] = path.read_text().splitlines()
+    lines = cache[path]
+    at = [i for i, l in enumerate(lines) if (m := MARKER.match(l)) and m["name"] == name]
+    if len(at) != 2:
+        raise SnippetError(
+            f"{path.relative_to(ROOT)}: expected exactly two `// [{name}]` marker lines, found {len(at)}"
+        )
+    return dedent([l.rstrip() for l in lines[at[0] + 1 : at[1]]])
+
+
+def process(md: Path, update: bool):
+    """Returns (problems, new text) for one Markdown file."""
+    lines = md.read_text().splitlines(keepends=False)
+    out, problems, i = [], [], 0
+    rel = md.relative_to(ROOT)
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        m = SNIPPET.match(line)
+        i += 1
+        if not m:
+            continue
+        where = f"{rel}:{i}"
+        try:
+            want = region(m["file"], m["name"])
+        except SnippetError as e:
+            problems.append(f"{where}: {e}")
+            continue
+        if i >= len(lines) or not FENCE_OPEN.match(lines[i]):
+            if update:
+                out += ["```cpp", *want, FENCE_CLOSE]
+            else:
+                problems.append(f"{where}: the snippet line must be followed by a ```cpp block")
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end].rstrip() != FENCE_CLOSE:
+            end += 1
+        if end == len(lines):
+            problems.append(f"{where}: the ```cpp block is never closed")
+            out += lines[i:]
+            break
+        have = lines[i + 1 : end]
+        if have != want and not update:
+            diff = difflib.unified_diff(
+                have, want, f"{rel} (block at line {i + 1})", f"docs/examples/{m['file']}#{m['name']}", lineterm=""
+            )
+            problems.append(f"{where}: block differs from its source:\n" + "\n".join(diff))
+        out += [lines[i], *(want if update else have), FENCE_CLOSE]
+        i = end + 1
+    text = "\n".join(out) + "\n"
+    return problems, text
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="fail when a block differs from its source")
+    mode.add_argument("--update", action="store_true", help="rewrite the blocks from their sources")
+    args = parser.parse_args()
+
+    pages = sorted(p for p in DOCS.rglob("*.md") if EXAMPLES not in p.parents)
+    all_problems, blocks = [], 0
+    for md in pages:
+        blocks += sum(1 for l in md.read_text().splitlines() if SNIPPET.match(l))
+        problems, text = process(md, args.update)
+        all_problems += problems
+        if args.update and text != md.read_text():
+            md.write_text(text)
+            print(f"updated {md.relative_to(ROOT)}")
+    for p in all_problems:
+        print(p, file=sys.stderr)
+    if all_problems:
+        verb = "could not update" if args.update else "out of date"
+        print(f"\n{len(all_problems)} snippet(s) {verb}; run scripts/docs_snippets.py --update", file=sys.stderr)
+        return 1
+    print(f"{blocks} snippet(s) in {len(pages)} page(s) match the examples")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
