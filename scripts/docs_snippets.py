@@ -118,8 +118,8 @@ def main():
     for p in all_problems:
         print(p, file=sys.stderr)
     if all_problems:
-        verb = "could not update" if args.update else "out of date"
-        print(f"\n{len(all_problems)} snippet(s) {verb}; run scripts/docs_snippets.py --update", file=sys.stderr)
+        hint = "fix the markers named above" if args.update else "fix missing markers, then run scripts/docs_snippets.py --update"
+        print(f"\n{len(all_problems)} snippet problem(s): {hint}", file=sys.stderr)
         return 1
     print(f"{blocks} snippet(s) in {len(pages)} page(s) match the examples")
     return 0
