@@ -88,3 +88,14 @@ TEST_CASE("restore progress and rate are published and passed on", "[metered][re
     REQUIRE(reg.gauge_for("strata_restore_records_per_second", "", {{"store", "s"}}).value() > 0);
     REQUIRE(reg.histogram_for("strata_store_operation_seconds", "", {{"store", "s"}, {"op", "restore"}}).count() == 1);
 }
+
+TEST_CASE("records written by an eviction during a read are counted", "[metered][cached]") {
+    strata::metrics::registry reg;
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = 2000}) | strata::metered(reg);
+    for (std::int64_t k = 0; k < 10; ++k) s.put(k, std::string(100, 'x'));
+    for (std::int64_t k = 100; k < 140; ++k) REQUIRE_FALSE(s.get(k).has_value());  // misses evict dirty puts
+    REQUIRE(log.records().size() > 0);
+    const auto written = strata::layer<strata::logged_store>(s).records_written();
+    REQUIRE(reg.counter_for("strata_changelog_records_total", "", {{"store", "s"}}).value() == written);
+}

@@ -55,15 +55,17 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
-        metrics::timer t(*m_.get);
-        if constexpr (has_cache) {
-            const auto hits_before = cache().stats().hits;
-            auto v = inner_.get(k);
-            (cache().stats().hits != hits_before ? m_.hits : m_.misses)->inc();
-            return v;
-        } else {
-            return inner_.get(k);
-        }
+        return observed(m_.get, [&] {
+            if constexpr (has_cache) {
+                // A miss may evict a dirty entry, which writes its record: observed counts it.
+                const auto hits_before = cache().stats().hits;
+                auto v = inner_.get(k);
+                (cache().stats().hits != hits_before ? m_.hits : m_.misses)->inc();
+                return v;
+            } else {
+                return inner_.get(k);
+            }
+        });
     }
     template <class S = Inner>
         requires kv_store<S>
@@ -198,7 +200,7 @@ private:
 
     /// Times f and counts the changelog records it caused.
     template <class F>
-    decltype(auto) observed(metrics::histogram* h, F&& f) {
+    decltype(auto) observed(metrics::histogram* h, F&& f) const {
         const std::uint64_t before = records_below();
         struct count_records {
             const metered_store& self;
