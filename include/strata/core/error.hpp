@@ -61,6 +61,23 @@ public:
     using error::error;
 };
 
+/// @brief A changelog record could not be restored into its store: the
+/// codec rejected it (bytes that do not decode as the store's state, a key
+/// of the wrong shape). Names the store and the record's offset; the
+/// codec's own error is nested (std::rethrow_if_nested).
+class restore_error : public error {
+public:
+    restore_error(std::string_view store, std::uint64_t offset, std::string_view what)
+        : error("strata: cannot restore store '" + std::string(store) + "' from the changelog record at offset " +
+                std::to_string(offset) + ": " + std::string(what)),
+          offset_(offset) {}
+
+    [[nodiscard]] std::uint64_t offset() const noexcept { return offset_; }
+
+private:
+    std::uint64_t offset_;
+};
+
 /// @brief The API was used in a way its contract forbids, found at run time
 /// (what can be found at compile time is a static_assert instead).
 class usage_error : public error {

@@ -3,8 +3,10 @@
 /// @brief Rebuilding a store from its changelog, with progress reports.
 
 #include <strata/core/concepts.hpp>
+#include <strata/core/error.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <string_view>
 
 namespace strata {
@@ -56,6 +58,9 @@ struct restore_options {
 /// ends at a fixed point so that it always terminates.
 ///
 /// @returns the final progress (records restored, end position)
+/// @throws restore_error when the codec rejects a record (its error nested);
+/// a changelog's own errors (e.g. corruption_error) pass through unchanged.
+/// Records before the failing one stay applied.
 template <class Store, changelog Log, class Codec, restore_listener Listener = null_restore_listener>
     requires changelog_codec<Codec, Store>
 restore_progress restore_from(Store& store, Log& log, const Codec& codec,
@@ -71,7 +76,11 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
         std::uint64_t since_report = 0;
         for (const record_view r : log.replay(p.from)) {
             if (r.offset >= p.to) break;
-            codec.restore(store, r);
+            try {
+                codec.restore(store, r);
+            } catch (const std::exception& e) {
+                std::throw_with_nested(restore_error(p.store, r.offset, e.what()));
+            }
             ++p.records_done;
             p.position = r.offset + 1;
             if (++since_report == opts.batch_records) {
