@@ -10,13 +10,20 @@
 //      independently from the committed part of the workload;
 //   5. the metrics, and changelog records written against updates applied.
 //
-// Usage: demo [--quick] [--updates N] [--dir PATH] [--keep]
+// Usage: demo [--quick] [--updates N] [--dir PATH] [--keep] [--kafka BOOTSTRAP]
+//   --kafka 127.0.0.1:9092 runs the same scenario with the changelog in Kafka
+//   (a compacted topic strata-demo-<pid>-employees-changelog) instead of files.
 
 #include <strata/changelog/file_log.hpp>
 #include <strata/decorators/all.hpp>
 #include <strata/metrics/prometheus.hpp>
 
 #include "relational_table.hpp"
+
+#if STRATA_DEMO_WITH_KAFKA
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/changelog.hpp>
+#endif
 
 #include <chrono>
 #include <csignal>
@@ -48,6 +55,8 @@ struct settings {
     std::int64_t commit_every = 2'500;
     std::filesystem::path dir;
     bool keep = false;
+    std::string kafka;        ///< bootstrap servers; empty: the file changelog
+    std::string kafka_topic;  ///< the demo's changelog topic in Kafka
 };
 
 const char* const departments[] = {"engineering", "operations", "sales", "legal", "research"};
@@ -159,9 +168,9 @@ std::int64_t apply_to_model(std::map<std::int64_t, employee>& m, const operation
 }
 
 // ---- the worker: runs the workload and commits until it is killed
-[[noreturn]] void run_worker(const settings& s, int report_fd) {
+template <class Log>
+[[noreturn]] void run_worker(const settings& s, int report_fd, Log& log) {
     strata::metrics::registry registry;
-    strata::file_log log(s.dir / "changelog");
     auto store = employee_table("employees") | strata::logged(log, table_codec{}) | strata::cached() |
                  strata::metered(registry);
     workload w(s);
@@ -231,23 +240,56 @@ settings parse(int argc, char** argv) {
         else if (a == "--updates") s.updates = std::stoll(value());
         else if (a == "--dir") s.dir = value();
         else if (a == "--keep") s.keep = true;
-        else throw std::invalid_argument("unknown argument " + a + " (usage: demo [--quick] [--updates N] [--dir PATH] [--keep])");
+        else if (a == "--kafka") s.kafka = value();
+        else throw std::invalid_argument("unknown argument " + a +
+                                         " (usage: demo [--quick] [--updates N] [--dir PATH] [--keep] [--kafka BOOTSTRAP])");
     }
     if (s.updates < 2 * s.commit_every) throw std::invalid_argument("--updates must be at least " + std::to_string(2 * s.commit_every));
     if (s.dir.empty()) s.dir = std::filesystem::temp_directory_path() / ("strata-demo-" + std::to_string(::getpid()));
+#if !STRATA_DEMO_WITH_KAFKA
+    if (!s.kafka.empty()) throw std::invalid_argument("--kafka: this demo was built without strata::kafka (librdkafka)");
+#endif
     return s;
+}
+
+/// Runs f with the demo's changelog: the file log in s.dir, or Kafka.
+template <class F>
+decltype(auto) with_changelog(const settings& s, F&& f) {
+#if STRATA_DEMO_WITH_KAFKA
+    if (!s.kafka.empty()) {
+        strata::kafka::kafka_changelog log(strata::kafka::kafka_changelog_options{
+            .bootstrap_servers = s.kafka, .topic = s.kafka_topic, .partition = 0,
+            .producer_settings = {{"linger.ms", "5"}}, .consumer_settings = {}});
+        return f(log);
+    }
+#endif
+    strata::file_log log(s.dir / "changelog");
+    return f(log);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-    const settings s = parse(argc, argv);
+    settings s = parse(argc, argv);
     std::filesystem::remove_all(s.dir);
     std::filesystem::create_directories(s.dir);
+    std::string where_logged = (s.dir / "changelog").string();
+#if STRATA_DEMO_WITH_KAFKA
+    if (!s.kafka.empty()) {
+        // A fresh compacted topic per run. Created before the fork: no Kafka
+        // client may be alive when the worker process is forked.
+        strata::kafka::topic_options topic;
+        topic.bootstrap_servers = s.kafka;
+        s.kafka_topic = strata::kafka::ensure_changelog_topic("strata-demo-" + std::to_string(::getpid()),
+                                                              "employees", topic);
+        where_logged = "Kafka topic " + s.kafka_topic + " at " + s.kafka;
+    }
+#endif
     std::cout << "strata demo: a relational table made fault tolerant by its codec\n"
               << "  store:     employees (primary key id, secondary index on department)\n"
-              << "  stack:     employee_table | logged(file_log) | cached(10 MiB) | metered(registry)\n"
-              << "  changelog: " << (s.dir / "changelog").string() << "\n\n";
+              << "  stack:     employee_table | logged(" << (s.kafka.empty() ? "file_log" : "kafka_changelog")
+              << ") | cached(10 MiB) | metered(registry)\n"
+              << "  changelog: " << where_logged << "\n\n";
 
     // 1-2. the worker runs, commits, and is killed
     std::cout << "1. workload: " << s.updates << " updates (inserts, multi-row UPDATE/DELETE), commit every "
@@ -259,7 +301,7 @@ int main(int argc, char** argv) try {
     if (child < 0) throw std::runtime_error("fork failed");
     if (child == 0) {
         ::close(fds[0]);
-        run_worker(s, fds[1]);
+        with_changelog(s, [&](auto& log) -> int { run_worker(s, fds[1], log); });
     }
     ::close(fds[1]);
     std::int64_t committed = 0, applied = 0;
@@ -285,10 +327,10 @@ int main(int argc, char** argv) try {
 
     // 3. restore a fresh store from the changelog
     std::cout << "3. restore into a fresh store\n";
+    return with_changelog(s, [&](auto& log) {
     strata::metrics::registry registry;
-    strata::file_log log(s.dir / "changelog");
     auto store = employee_table("employees") |
-                 strata::logged(log, table_codec{}, {.checkpoint = {}, .partition = 0, .restore_batch_records = 1'000}) | strata::cached() |
+                 strata::logged(log, table_codec{}, {.restore_batch_records = 1'000}) | strata::cached() |
                  strata::metered(registry);
     store.restore(progress_bar{});
 
@@ -328,6 +370,7 @@ int main(int argc, char** argv) try {
     const bool ok = equal && payroll_ok == 5;
     std::cout << "\n" << (ok ? "RESTORE CHECK PASSED" : "RESTORE CHECK FAILED") << "\n";
     return ok ? 0 : 1;
+    });
 } catch (const std::exception& e) {
     std::cerr << "demo: " << e.what() << "\n";
     return 2;

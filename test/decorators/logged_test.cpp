@@ -152,10 +152,22 @@ TEST_CASE("restore reports progress in batches", "[logged][restore]") {
         void on_batch_restored(const strata::restore_progress& p) { batches.push_back(p.records_done); }
         void on_restore_end(const strata::restore_progress& p) { ended_at = p.position; }
     } l;
-    auto s = store_t("s") | strata::logged(log, {.checkpoint = {}, .partition = 0, .restore_batch_records = 1000});
+    auto s = store_t("s") | strata::logged(log, {.restore_batch_records = 1000});
     s.restore(l);
     REQUIRE(l.started_to == 2500);
     REQUIRE(l.batches == std::vector<std::uint64_t>{1000, 2000, 2500});
     REQUIRE(l.ended_at == 2500);
     REQUIRE(s.base().size() == 2500);
+}
+
+TEST_CASE("with checkpoint_on_flush off, only save_checkpoint writes the checkpoint", "[logged]") {
+    test_support::temp_dir dir;
+    const auto checkpoint = dir.path() / "checkpoint";
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log, {.checkpoint = checkpoint, .checkpoint_on_flush = false});
+    s.put(1, "one");
+    const auto durable = s.flush();
+    REQUIRE_FALSE(strata::checkpoint_file(checkpoint).load("s").has_value());
+    s.save_checkpoint(durable);  // e.g. after the transaction that made it count has committed
+    REQUIRE(strata::checkpoint_file(checkpoint).load("s") == durable);
 }

@@ -24,11 +24,15 @@ namespace strata {
 struct logged_options {
     /// Where flush() records the durable changelog offset. A persistent store
     /// restores from there; without it, restore always starts at offset 0.
-    std::optional<std::filesystem::path> checkpoint;
+    std::optional<std::filesystem::path> checkpoint = {};
     /// The changelog partition this store instance owns (its key in the checkpoint).
     std::int32_t partition = 0;
     /// Records between two restore progress reports.
     std::uint64_t restore_batch_records = 10'000;
+    /// Whether flush() writes the checkpoint itself. Turn it off when the
+    /// changelog's durable offset only counts once something else succeeds
+    /// (a Kafka transaction's commit), and call save_checkpoint() after that.
+    bool checkpoint_on_flush = true;
 };
 
 /// @brief The store Inner, whose updates are written to the changelog Log
@@ -134,8 +138,14 @@ public:
     offset_t flush() {
         const offset_t durable = log().flush();
         if constexpr (detail::has_flush<Inner>) inner_.flush();
-        if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(name(), opts_.partition, durable);
+        if (opts_.checkpoint_on_flush) save_checkpoint(durable);
         return durable;
+    }
+
+    /// @brief Records that the store and its changelog hold everything below
+    /// `durable`, if a checkpoint file is configured (else does nothing).
+    void save_checkpoint(offset_t durable) {
+        if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(name(), opts_.partition, durable);
     }
 
     /// @brief Rebuilds the inner store from the changelog: from the checkpoint
