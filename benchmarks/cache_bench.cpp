@@ -1,0 +1,169 @@
+// Write coalescing of the cache layer: changelog records per update, and
+// updates/s, for `hash_map_store | logged(log) | cached(opts)`.
+//
+//   build-bench/benchmarks/cache_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//
+// Workload: 1M u64 keys, already present; updates are puts of u64 values
+// with keys uniform or Zipf(0.99) over the key space; the store is flushed
+// (a commit: every dirty key writes its record) every `flush_every` updates,
+// inside the timed region. The changelog copies records into a reused
+// buffer and forgets them at flush, so the rate is strata's own.
+// Cache sizes 1 MiB and 10 MiB (Kafka Streams' default
+// statestore.cache.max.bytes), and no cache at all (one record per update).
+//
+// Counters:
+//   records_per_update   changelog records / updates (1.0 = no coalescing)
+//   evictions_per_update dirty entries written early because the cache was full
+//   updates_per_second   the rate
+// Names: cache/cache:<0|1MiB|10MiB>/dist:<uniform|zipf>/flush_every:<n>.
+
+#include <strata/decorators/all.hpp>
+#include <strata/stores/hash_map_store.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using u64 = std::uint64_t;
+constexpr u64 keys = 1'000'000;
+constexpr std::size_t stream_len = std::size_t{1} << 22;
+
+/// Zipf(s) over ranks 1..n by rejection-inversion (Hörmann and Derflinger 1996).
+class zipf_distribution {
+public:
+    zipf_distribution(u64 n, double s) : n_(static_cast<double>(n)), s_(s) {
+        h_x1_ = h_integral(1.5) - 1.0;
+        h_n_ = h_integral(n_ + 0.5);
+        s_div_ = 2.0 - h_integral_inverse(h_integral(2.5) - h(2.0));
+    }
+    template <class Rng>
+    u64 operator()(Rng& rng) {
+        std::uniform_real_distribution<double> u01(0.0, 1.0);
+        for (;;) {
+            const double u = h_n_ + u01(rng) * (h_x1_ - h_n_);
+            const double x = h_integral_inverse(u);
+            const double k = std::clamp(std::floor(x + 0.5), 1.0, n_);
+            if (k - x <= s_div_ || u >= h_integral(k + 0.5) - h(k)) return static_cast<u64>(k);
+        }
+    }
+
+private:
+    static double helper1(double x) {
+        return std::abs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+    }
+    static double helper2(double x) {
+        return std::abs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
+    }
+    double h(double x) const { return std::exp(-s_ * std::log(x)); }
+    double h_integral(double x) const {
+        const double lx = std::log(x);
+        return helper2((1.0 - s_) * lx) * lx;
+    }
+    double h_integral_inverse(double x) const {
+        double t = x * (1.0 - s_);
+        if (t < -1.0) t = -1.0;
+        return std::exp(helper1(t) * x);
+    }
+    double n_, s_, h_x1_, h_n_, s_div_;
+};
+
+std::vector<u64> key_stream(bool zipf) {
+    std::mt19937_64 rng(7);
+    std::vector<u64> out(stream_len);
+    if (!zipf) {
+        std::uniform_int_distribution<u64> u(0, keys - 1);
+        for (auto& k : out) k = u(rng);
+    } else {
+        zipf_distribution z(keys, 0.99);
+        for (auto& k : out) k = ((z(rng) - 1) * 2654435761ULL) % keys;
+    }
+    return out;
+}
+
+/// Counts records, copies their bytes into a buffer dropped at flush.
+struct counting_log {
+    strata::byte_buffer buffer;
+    strata::offset_t end = 0;
+    void append(const strata::record_view& r) {
+        strata::append_bytes(buffer, r.key);
+        if (r.value) strata::append_bytes(buffer, *r.value);
+        ++end;
+    }
+    strata::offset_t flush() {
+        buffer.clear();
+        return end;
+    }
+    strata::offset_t end_offset() const { return end; }
+    std::vector<strata::record_view> replay(strata::offset_t) const { return {}; }
+};
+
+template <class Store>
+void run(benchmark::State& state, Store& store, counting_log& log, bool zipf, u64 flush_every) {
+    for (u64 k = 0; k < keys; ++k) store.put(k, k);
+    store.flush();
+    const auto ks = key_stream(zipf);
+    const auto records_before = log.end;
+    u64 n = 0;
+    std::size_t i = 0;
+    for (auto _ : state) {
+        store.put(ks[i], n);
+        i = (i + 1) & (stream_len - 1);
+        if (++n % flush_every == 0) store.flush();
+    }
+    store.flush();  // the records still dirty belong to these updates
+    const double updates = static_cast<double>(n);
+    state.counters["records_per_update"] = static_cast<double>(log.end - records_before) / updates;
+    state.counters["updates_per_second"] = benchmark::Counter(updates, benchmark::Counter::kIsRate);
+    state.SetItemsProcessed(static_cast<std::int64_t>(n));
+}
+
+void bench_cached(benchmark::State& state, std::size_t cache_bytes, bool zipf, u64 flush_every) {
+    counting_log log;
+    auto store = strata::hash_map_store<u64, u64>("s") | strata::logged(log) |
+                 strata::cached(strata::cache_options{cache_bytes});
+    const auto before = store.stats();
+    run(state, store, log, zipf, flush_every);
+    const auto s = store.stats();
+    state.counters["evictions_per_update"] =
+        static_cast<double>(s.dirty_evictions - before.dirty_evictions) / static_cast<double>(state.iterations());
+    state.counters["cache_entries"] = static_cast<double>(s.entries);
+}
+
+void bench_uncached(benchmark::State& state, bool zipf, u64 flush_every) {
+    counting_log log;
+    auto store = strata::hash_map_store<u64, u64>("s") | strata::logged(log);
+    run(state, store, log, zipf, flush_every);
+    state.counters["evictions_per_update"] = 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (const bool zipf : {false, true}) {
+        const std::string dist = zipf ? "zipf" : "uniform";
+        for (const u64 every : {1'000ULL, 10'000ULL, 100'000ULL, 1'000'000ULL}) {
+            const std::string tail = "/dist:" + dist + "/flush_every:" + std::to_string(every);
+            benchmark::RegisterBenchmark(("cache/cache:0" + tail).c_str(),
+                                         [=](benchmark::State& s) { bench_uncached(s, zipf, every); })
+                ->Iterations(4'000'000);
+            for (const std::size_t mib : {1, 10}) {
+                benchmark::RegisterBenchmark(
+                    ("cache/cache:" + std::to_string(mib) + "MiB" + tail).c_str(),
+                    [=](benchmark::State& s) { bench_cached(s, mib << 20, zipf, every); })
+                    ->Iterations(4'000'000);
+            }
+        }
+    }
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
