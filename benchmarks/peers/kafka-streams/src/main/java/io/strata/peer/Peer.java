@@ -1,0 +1,62 @@
+package io.strata.peer;
+
+/**
+ * Kafka Streams running strata's benchmark workloads, and the Kafka Streams
+ * side of the changelog interoperability test. Each subcommand prints one
+ * JSON object on one line on stdout; everything else goes to stderr.
+ */
+public final class Peer {
+    private Peer() {}
+
+    static final String USAGE = """
+            usage: Peer COMMAND --bootstrap HOST:PORT [OPTIONS]
+
+              write          fill an input topic, then time Kafka Streams putting every record
+                             into a logged key-value store
+                --updates N --keys K [--dist uniform|zipf] [--zipf-s 0.99]
+                --store inmemory|rocksdb [--store-name kv] [--cache-bytes 10MiB] [--commit-ms 30000]
+                [--value-type string|long] [--value-bytes 100] [--guarantee at_least_once|exactly_once_v2]
+                [--input-topic T [--reuse-input]] [--application-id A] [--partitions 1] [--threads 1]
+                [--seed 42] [--count-changelog true|false] [--state-dir D [--keep-state]] [--timeout-s 1800]
+              restore        restore a store from an existing changelog into a fresh instance
+                --changelog-topic A-kv-changelog | --application-id A   [--store-name kv]
+                --store inmemory|rocksdb [--restore-max-poll-records N] [--timeout-s 1800]
+              interop-write  apply a records file (key<TAB>value, key<TAB> deletes) to store S
+                             (String keys, Long values) so Kafka Streams writes A-S-changelog
+                --application-id A --store S --records FILE [--store-type inmemory|rocksdb] [--partitions 1]
+              interop-read   restore store S from an existing A-S-changelog and dump it sorted
+                --application-id A --store S --out FILE [--store-type inmemory|rocksdb]
+
+            Numbers take suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
+            """;
+
+    public static void main(String[] argv) {
+        if (argv.length == 0 || argv[0].equals("-h") || argv[0].equals("--help") || argv[0].equals("help")) {
+            System.out.print(USAGE);
+            System.exit(argv.length == 0 ? 2 : 0);
+        }
+        int rc = 0;
+        try {
+            Args a = new Args(argv, 1);
+            Json result = switch (argv[0]) {
+                case "write" -> Write.run(a);
+                case "restore" -> Restore.run(a);
+                case "interop-write" -> Interop.write(a);
+                case "interop-read" -> Interop.read(a);
+                default -> throw new Args.UsageException("unknown command '" + argv[0] + "'");
+            };
+            System.out.println(result);
+            System.out.flush();
+        } catch (Args.UsageException e) {
+            System.err.println("peer: " + e.getMessage());
+            System.err.print(USAGE);
+            rc = 2;
+        } catch (Throwable t) {
+            System.err.println("peer: error: " + t);
+            t.printStackTrace(System.err);
+            rc = 1;
+        }
+        // Kafka client threads may linger; the result is out, so leave now.
+        System.exit(rc);
+    }
+}
