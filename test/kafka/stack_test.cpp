@@ -4,6 +4,8 @@
 
 #include "kafka_test_support.hpp"
 
+#include <laws/kv_history.hpp>
+
 #include <strata/decorators/all.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/metrics/registry.hpp>
@@ -18,14 +20,8 @@ using strata::kafka::kafka_changelog;
 namespace {
 
 using store = strata::ordered_map_store<std::int64_t, std::string>;
-using model = std::map<std::int64_t, std::string>;
-
-template <class S>
-model contents(const S& s) {
-    model m;
-    for (const auto& [k, v] : s.all()) m.emplace(k, v);
-    return m;
-}
+using model = laws::kv_model;
+using laws::contents_of;
 
 auto make_stack(kafka_changelog& log, strata::metrics::registry& r) {
     return store("votes") | strata::logged(log) | strata::cached({.max_bytes = 2000}) | strata::metered(r);
@@ -52,44 +48,10 @@ TEST_CASE("stack: a history logged to Kafka restores to the model", "[kafka][sta
         kafka_changelog log(kafka_test::log_options(topic));
         strata::metrics::registry r;
         auto s = make_stack(log, r);
-        std::mt19937_64 rng(42);
-        std::uniform_int_distribution<std::int64_t> key(-50, 150);
-        std::uniform_int_distribution<int> op(0, 9), len(0, 60);
-        for (int i = 0; i < 5000; ++i) {
-            const std::int64_t k = key(rng);
-            switch (op(rng)) {
-                case 0:
-                case 1: {
-                    const bool existed = m.erase(k) != 0;
-                    REQUIRE(s.erase(k) == existed);
-                    break;
-                }
-                case 2:
-                    m.erase(k);
-                    s.apply(strata::erase_op<std::int64_t>{k});
-                    break;
-                case 3: {
-                    std::string v(static_cast<std::size_t>(len(rng)), static_cast<char>('a' + i % 26));
-                    m[k] = v;
-                    s.apply(strata::put_op<std::int64_t, std::string>{k, v});
-                    break;
-                }
-                case 4:
-                case 5:
-                    REQUIRE(s.get(k) == (m.contains(k) ? std::optional(m[k]) : std::nullopt));
-                    break;
-                case 6:
-                    if (i % 10 == 0) durable = s.flush();
-                    break;
-                default: {
-                    std::string v = std::to_string(i) + std::string(static_cast<std::size_t>(len(rng)), 'x');
-                    m[k] = v;
-                    s.put(k, v);
-                }
-            }
-        }
+        // Flushes one step in ten of those that may: many records per round trip.
+        laws::run_kv_history(s, m, 42, 5000, {.key_lo = -50, .key_hi = 150, .flush_one_in = 10});
         durable = s.flush();
-        REQUIRE(contents(s) == m);
+        REQUIRE(contents_of(s) == m);
         REQUIRE(durable == log.end_offset());
         REQUIRE(durable == log.appended());  // one writer from offset 0: every record acknowledged
     }
@@ -98,7 +60,7 @@ TEST_CASE("stack: a history logged to Kafka restores to the model", "[kafka][sta
     auto fresh = make_stack(log, r);
     counting_listener l;
     const auto p = fresh.restore(l);
-    REQUIRE(contents(fresh) == m);
+    REQUIRE(contents_of(fresh) == m);
     REQUIRE(p.records_done == durable);
     REQUIRE(p.position == durable);
     REQUIRE(l.last.records_done == durable);

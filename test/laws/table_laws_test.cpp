@@ -92,41 +92,19 @@ TEMPLATE_LIST_TEST_CASE("table law: a decorated table behaves as the bare one", 
 }
 
 TEMPLATE_LIST_TEST_CASE("table law: restore of the changelog of a history gives its state", "[laws][table][restore]",
-                        table_stacks) {
-    using stack = decltype(TestType::make(std::declval<env&>()));
-    if constexpr (!strata::has_layer_v<stack, strata::layer_kind::logged>) {
-        SUCCEED("no changelog in this stack");
-    } else {
-        for (std::uint64_t seed = 50; seed <= 60; ++seed) {
-            env e;
-            model m;
-            {
-                auto s = TestType::make(e);
-                run_history(s, m, seed, 400);
-                s.flush();
-            }
-            if (e.file) e.file.reset();
-            {
-                auto fresh = TestType::make(e);
-                fresh.restore();
-                REQUIRE(contents(fresh) == m);
-                // The secondary index is rebuilt too.
-                for (const char* d : departments) {
-                    std::int64_t payroll = 0;
-                    for (const auto& [k, row] : m)
-                        if (row.department == d) payroll += row.salary;
-                    REQUIRE(strata::innermost(fresh).payroll(d) == payroll);
-                }
-            }
-            if (e.file) e.file_log().compact();
-            else e.log.compact();
-            {
-                auto fresh = TestType::make(e);
-                fresh.restore();
-                REQUIRE(contents(fresh) == m);
-            }
-        }
-    }
+                        with_changelog_t<table_stacks>) {
+        for (std::uint64_t seed = 50; seed <= 60; ++seed)
+            check_restore_law<TestType, model>([&](auto& s, model& m) { run_history(s, m, seed, 400); },
+                                               [](const auto& s, const model& m) {
+                                                   REQUIRE(contents(s) == m);
+                                                   // The secondary index is rebuilt too.
+                                                   for (const char* d : departments) {
+                                                       std::int64_t payroll = 0;
+                                                       for (const auto& [k, row] : m)
+                                                           if (row.department == d) payroll += row.salary;
+                                                       REQUIRE(strata::innermost(s).payroll(d) == payroll);
+                                                   }
+                                               });
 }
 
 TEST_CASE("a multi-row update writes one record per touched row, with that row's current state", "[table]") {
