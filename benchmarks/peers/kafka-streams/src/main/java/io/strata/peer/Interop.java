@@ -166,13 +166,14 @@ final class Interop {
         Path outFile = Path.of(a.str("out"));
         String storeKind = a.oneOf("store-type", "inmemory", StoreKind.NAMES);
         long timeoutMs = a.num("timeout-s", 300) * 1000;
+        Properties extra = Restore.guarantee(a);
         a.checkAllUsed();
 
         try (Kafka kafka = new Kafka(bootstrap)) {
             Restore r = new Restore(kafka, applicationId, storeName);
             List<KeyValue<String, Long>> rows = new ArrayList<>();
             try {
-                r.start(storeKind, Serdes.String(), Serdes.Long(), null, timeoutMs, new Properties());
+                r.start(storeKind, Serdes.String(), Serdes.Long(), null, timeoutMs, extra);
                 ReadOnlyKeyValueStore<String, Long> kv = r.store(timeoutMs);
                 try (KeyValueIterator<String, Long> it = kv.all()) {
                     while (it.hasNext()) rows.add(it.next());

@@ -158,7 +158,8 @@ final class Kafka implements AutoCloseable {
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, threads);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitMs);
+        // Negative: Kafka Streams' default for the guarantee (30 s, or 100 ms under exactly-once).
+        if (commitMs >= 0) p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitMs);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, cacheBytes);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         return p;

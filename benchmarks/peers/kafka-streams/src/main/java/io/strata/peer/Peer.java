@@ -14,18 +14,20 @@ public final class Peer {
               write          fill an input topic, then time Kafka Streams putting every record
                              into a logged key-value store
                 --updates N --keys K [--dist uniform|zipf] [--zipf-s 0.99]
-                --store inmemory|rocksdb [--store-name kv] [--cache-bytes 10MiB] [--commit-ms 30000]
+                --store inmemory|rocksdb [--store-name kv] [--cache-bytes 10MiB] [--commit-ms 30000 (100 under exactly_once_v2)]
                 [--value-type string|long] [--value-bytes 100] [--guarantee at_least_once|exactly_once_v2]
                 [--input-topic T [--reuse-input]] [--application-id A] [--partitions 1] [--threads 1]
                 [--seed 42] [--count-changelog true|false] [--state-dir D [--keep-state]] [--timeout-s 1800]
               restore        restore a store from an existing changelog into a fresh instance
                 --changelog-topic A-kv-changelog | --application-id A   [--store-name kv]
                 --store inmemory|rocksdb [--restore-max-poll-records N] [--timeout-s 1800]
+                [--guarantee at_least_once|exactly_once_v2]  (exactly_once_v2: restore committed records only)
               interop-write  apply a records file (key<TAB>value, key<TAB> deletes) to store S
                              (String keys, Long values) so Kafka Streams writes A-S-changelog
                 --application-id A --store S --records FILE [--store-type inmemory|rocksdb] [--partitions 1]
               interop-read   restore store S from an existing A-S-changelog and dump it sorted
                 --application-id A --store S --out FILE [--store-type inmemory|rocksdb]
+                [--guarantee at_least_once|exactly_once_v2]  (exactly_once_v2 for a transactional changelog)
 
             Numbers take suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
             """;

@@ -119,7 +119,7 @@ final class Restore {
         // The writer under this application id may have left a member behind.
         kafka.leaveGroup(applicationId);
         stateDir = Kafka.freshStateDir(stateDirArg);
-        Properties props = kafka.streamsProps(applicationId, stateDir, 1, "at_least_once", 30_000, 0);
+        Properties props = kafka.streamsProps(applicationId, stateDir, 1, "at_least_once", -1, 0);
         props.putAll(extra);
         streams = new KafkaStreams(sb.build(), props);
         AtomicReference<Throwable> error = Kafka.watchErrors(streams);
@@ -177,6 +177,18 @@ final class Restore {
         }
     }
 
+    /**
+     * --guarantee: under exactly_once_v2 the restore consumer reads committed
+     * records only; a changelog written with transactions needs it, or records
+     * of aborted transactions are restored too.
+     */
+    static Properties guarantee(Args a) {
+        Properties p = new Properties();
+        p.put(org.apache.kafka.streams.StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+                a.oneOf("guarantee", "at_least_once", "at_least_once", "exactly_once_v2"));
+        return p;
+    }
+
     /** The `restore` subcommand. */
     static Json run(Args a) throws Exception {
         String bootstrap = a.str("bootstrap");
@@ -191,9 +203,9 @@ final class Restore {
         String stateDirArg = a.str("state-dir", null);
         long timeoutMs = a.num("timeout-s", 1800) * 1000;
         long maxPollRecords = a.num("restore-max-poll-records", -1);
+        Properties extra = guarantee(a);
         a.checkAllUsed();
 
-        Properties extra = new Properties();
         if (maxPollRecords > 0) {
             extra.put(org.apache.kafka.streams.StreamsConfig.restoreConsumerPrefix("max.poll.records"), (int) maxPollRecords);
         }
