@@ -33,7 +33,7 @@ namespace {
 
 using u64 = std::uint64_t;
 constexpr u64 keys = 1'000'000;
-constexpr std::size_t stream_len = std::size_t{1} << 22;
+constexpr std::size_t stream_len = std::size_t{1} << 21;
 
 /// Zipf(s) over ranks 1..n by rejection-inversion (Hörmann and Derflinger 1996).
 class zipf_distribution {
@@ -105,9 +105,13 @@ struct counting_log {
 };
 
 template <class Store>
-void run(benchmark::State& state, Store& store, counting_log& log, bool zipf, u64 flush_every) {
+void fill(Store& store) {
     for (u64 k = 0; k < keys; ++k) store.put(k, k);
     store.flush();
+}
+
+template <class Store>
+void run(benchmark::State& state, Store& store, counting_log& log, bool zipf, u64 flush_every) {
     const auto ks = key_stream(zipf);
     const auto records_before = log.end;
     u64 n = 0;
@@ -128,6 +132,7 @@ void bench_cached(benchmark::State& state, std::size_t cache_bytes, bool zipf, u
     counting_log log;
     auto store = strata::hash_map_store<u64, u64>("s") | strata::logged(log) |
                  strata::cached(strata::cache_options{cache_bytes});
+    fill(store);
     const auto before = store.stats();
     run(state, store, log, zipf, flush_every);
     const auto s = store.stats();
@@ -139,6 +144,7 @@ void bench_cached(benchmark::State& state, std::size_t cache_bytes, bool zipf, u
 void bench_uncached(benchmark::State& state, bool zipf, u64 flush_every) {
     counting_log log;
     auto store = strata::hash_map_store<u64, u64>("s") | strata::logged(log);
+    fill(store);
     run(state, store, log, zipf, flush_every);
     state.counters["evictions_per_update"] = 0;
 }
@@ -152,12 +158,12 @@ int main(int argc, char** argv) {
             const std::string tail = "/dist:" + dist + "/flush_every:" + std::to_string(every);
             benchmark::RegisterBenchmark(("cache/cache:0" + tail).c_str(),
                                          [=](benchmark::State& s) { bench_uncached(s, zipf, every); })
-                ->Iterations(4'000'000);
+                ->Iterations(2'000'000);
             for (const std::size_t mib : {1, 10}) {
                 benchmark::RegisterBenchmark(
                     ("cache/cache:" + std::to_string(mib) + "MiB" + tail).c_str(),
                     [=](benchmark::State& s) { bench_cached(s, mib << 20, zipf, every); })
-                    ->Iterations(4'000'000);
+                    ->Iterations(2'000'000);
             }
         }
     }
