@@ -86,13 +86,12 @@ struct cached_value<Inner, true> {
 /// Not thread-safe: like every store, it is driven by one thread; even
 /// `get()` updates the LRU order.
 template <class Inner>
-class cached_store : public detail::kv_types_of<Inner> {
+class cached_store : public detail::layer_base<cached_store<Inner>, Inner> {
     static constexpr bool is_kv = kv_store<Inner>;
     static constexpr bool logs = detail::logged_beneath<Inner>;
 
 public:
     static constexpr layer_kind kind = layer_kind::cached;
-    using inner_type = Inner;
     using cache_key_type = typename decltype(detail::cache_key_of<Inner>())::type;
 
     static_assert(logs || is_kv,
@@ -110,8 +109,6 @@ public:
     cached_store(const cached_store&) = delete;
     cached_store& operator=(const cached_store&) = delete;
     cached_store& operator=(cached_store&&) = delete;
-
-    [[nodiscard]] std::string_view name() const noexcept { return inner_.name(); }
 
     // ---- updates
     template <class U>
@@ -207,10 +204,6 @@ public:
         return inner_.restore(std::forward<Listener>(listener));
     }
 
-    void close() {
-        if constexpr (detail::has_close<Inner>) inner_.close();
-    }
-    [[nodiscard]] bool persistent() const { return is_persistent(inner_); }
 
     [[nodiscard]] cache_stats stats() const noexcept {
         cache_stats s = stats_;
@@ -223,11 +216,6 @@ public:
     [[nodiscard]] Inner& base() & noexcept { return inner_; }
     [[nodiscard]] const Inner& base() const& noexcept { return inner_; }
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
-
-    template <class F>
-    decltype(auto) query(F&& f) const {
-        return strata::query(*this, std::forward<F>(f));
-    }
 
 private:
     struct entry;

@@ -121,6 +121,7 @@ template <template <class...> class T, class S>
     }
 }
 
+
 /// @brief Runs a read-only query against the user's store at the bottom of a
 /// stack, for what the store offers beyond the concepts (an index lookup, a
 /// scan). The decorators keep the inner store current at every moment, so the
@@ -130,5 +131,30 @@ template <class S, class F>
 decltype(auto) query(const S& s, F&& f) {
     return std::forward<F>(f)(innermost(s));
 }
+
+namespace detail {
+/// @brief What every decorator forwards unchanged to the store it wraps:
+/// its name, close(), persistent(), query(). Derived provides base().
+template <class Derived, class Inner>
+class layer_base : public kv_types_of<Inner> {
+public:
+    using inner_type = Inner;
+
+    [[nodiscard]] std::string_view name() const noexcept { return self().base().name(); }
+    void close() {
+        if constexpr (has_close<Inner>) static_cast<Derived&>(*this).base().close();
+    }
+    [[nodiscard]] bool persistent() const { return is_persistent(self().base()); }
+
+    /// @brief `strata::query(*this, f)`: f reads the user's store.
+    template <class F>
+    decltype(auto) query(F&& f) const {
+        return strata::query(self(), std::forward<F>(f));
+    }
+
+private:
+    const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+};
+}  // namespace detail
 
 }  // namespace strata

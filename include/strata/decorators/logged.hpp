@@ -42,18 +42,15 @@ struct logged_options {
 /// current state (or a tombstone), so replaying the changelog, or only its
 /// latest record per key, rebuilds the state.
 template <class Inner, class LogHolder, class Codec>
-class logged_store : public detail::kv_types_of<Inner> {
+class logged_store : public detail::layer_base<logged_store<Inner, LogHolder, Codec>, Inner> {
 public:
     static constexpr layer_kind kind = layer_kind::logged;
-    using inner_type = Inner;
     using codec_type = Codec;
     /// The key of one unit of state, as the codec sees it.
     using log_key_type = typename Codec::key_type;
 
     logged_store(Inner inner, LogHolder log, Codec codec, logged_options opts)
         : inner_(std::move(inner)), log_(std::move(log)), codec_(std::move(codec)), opts_(std::move(opts)) {}
-
-    [[nodiscard]] std::string_view name() const noexcept { return inner_.name(); }
 
     /// @brief Applies u to the inner store and logs every unit it touched.
     /// The touched keys are taken before u is applied, so a delete logs the
@@ -145,7 +142,7 @@ public:
     /// @brief Records that the store and its changelog hold everything below
     /// `durable`, if a checkpoint file is configured (else does nothing).
     void save_checkpoint(offset_t durable) {
-        if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(name(), opts_.partition, durable);
+        if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(this->name(), opts_.partition, durable);
     }
 
     /// @brief Rebuilds the inner store from the changelog: from the checkpoint
@@ -154,15 +151,11 @@ public:
     restore_progress restore(Listener&& listener = {}) {
         offset_t from = 0;
         if (opts_.checkpoint && is_persistent(inner_))
-            from = checkpoint_file(*opts_.checkpoint).load(name(), opts_.partition).value_or(0);
+            from = checkpoint_file(*opts_.checkpoint).load(this->name(), opts_.partition).value_or(0);
         return restore_from(inner_, log(), codec_, restore_options{from, opts_.restore_batch_records},
                             std::forward<Listener>(listener));
     }
 
-    void close() {
-        if constexpr (detail::has_close<Inner>) inner_.close();
-    }
-    [[nodiscard]] bool persistent() const { return is_persistent(inner_); }
 
     /// @brief Records appended since this layer was built.
     [[nodiscard]] std::uint64_t records_written() const noexcept { return records_written_; }
@@ -173,11 +166,6 @@ public:
     [[nodiscard]] Inner& base() & noexcept { return inner_; }
     [[nodiscard]] const Inner& base() const& noexcept { return inner_; }
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
-
-    template <class F>
-    decltype(auto) query(F&& f) const {
-        return strata::query(*this, std::forward<F>(f));
-    }
 
 private:
     auto& log() noexcept { return log_.get(); }

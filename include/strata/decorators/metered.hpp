@@ -34,18 +34,15 @@ namespace strata {
 /// - strata_restore_records_total{store}: records the running or last restore reads, at most
 /// - strata_restore_records_restored{store}; strata_restore_records_per_second{store}
 template <class Inner>
-class metered_store : public detail::kv_types_of<Inner> {
+class metered_store : public detail::layer_base<metered_store<Inner>, Inner> {
     static constexpr bool has_cache = has_layer_v<Inner, layer_kind::cached>;
     static constexpr bool has_log = has_layer_v<Inner, layer_kind::logged>;
 
 public:
     static constexpr layer_kind kind = layer_kind::metered;
-    using inner_type = Inner;
 
     metered_store(Inner inner, metrics::registry& reg)
         : inner_(std::move(inner)), m_(reg, std::string(inner_.name())) {}
-
-    [[nodiscard]] std::string_view name() const noexcept { return inner_.name(); }
 
     template <class U>
     void apply(const U& u) {
@@ -108,21 +105,12 @@ public:
         return inner_.restore(ml);
     }
 
-    void close() {
-        if constexpr (detail::has_close<Inner>) inner_.close();
-    }
-    [[nodiscard]] bool persistent() const { return is_persistent(inner_); }
 
     [[nodiscard]] metrics::registry& registry() const noexcept { return *m_.registry; }
 
     [[nodiscard]] Inner& base() & noexcept { return inner_; }
     [[nodiscard]] const Inner& base() const& noexcept { return inner_; }
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
-
-    template <class F>
-    decltype(auto) query(F&& f) const {
-        return strata::query(*this, std::forward<F>(f));
-    }
 
 private:
     using clock = std::chrono::steady_clock;
