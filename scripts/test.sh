@@ -11,6 +11,12 @@ bash "${root}/scripts/setup.sh"
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "${build}" -j "$(nproc)"
 
+# The Kafka Streams peer of the interoperability test, built before the
+# suite so that no test waits for Maven.
+peer="${root}/scripts/peer-kafka-streams.sh"
+"${peer}" build
+export STRATA_PEER_KAFKA_STREAMS="${peer}"
+
 # The Kafka tests talk to a real broker; it runs for the length of the suite.
 "${broker}" start
 trap '"${broker}" stop' EXIT
