@@ -68,6 +68,11 @@ public:
     /// @brief Appends the record key of k: `encode(k)`.
     void write_key(const K& k, byte_buffer& out) const { encode(k, out); }
 
+    /// @brief Appends v as a record value. The logged and cached layers call
+    /// it when they already hold a key's current value (just put, or
+    /// cached), to skip reading it back from the store.
+    void write_mapped(const V& v, byte_buffer& out) const { encode(v, out); }
+
     /// @brief Appends the current value of k, read from the store.
     /// @returns false if k is absent: the record is a tombstone
     template <class S>

@@ -188,7 +188,7 @@ public:
     auto flush() {
         if constexpr (logs) {
             while (entry* e = dirty_.back()) {
-                inner_.log_key(*e->key);
+                write_record(*e);
                 clear_dirty(*e);
                 ++stats_.flushed_records;
             }
@@ -299,6 +299,16 @@ private:
         }
     }
 
+    /// The record of a dirty entry: from the cached value when the cache
+    /// holds the key's current one, else read from the store beneath.
+    void write_record(const entry& e) const {
+        if constexpr (detail::cached_value<Inner>::holds_value &&
+                      requires { inner_.log_state(*e.key, e.cached.value); }) {
+            if (e.cached.known) return inner_.log_state(*e.key, e.cached.value);
+        }
+        inner_.log_key(*e.key);
+    }
+
     void mark_dirty(entry& e) const {
         if (!e.is_dirty) {
             e.is_dirty = true;
@@ -317,7 +327,7 @@ private:
         while (stats_.bytes > opts_.max_bytes && lru_.last && lru_.last != keep) {
             entry* victim = lru_.last;
             if (victim->is_dirty) {
-                if constexpr (logs) inner_.log_key(*victim->key);
+                if constexpr (logs) write_record(*victim);
                 clear_dirty(*victim);
                 ++stats_.dirty_evictions;
             }

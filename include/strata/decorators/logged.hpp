@@ -78,14 +78,19 @@ public:
     /// @brief Appends the record of unit k in its current state: its value,
     /// or a tombstone when k no longer exists.
     void log_key(const log_key_type& k) {
-        key_buf_.clear();
-        value_buf_.clear();
-        codec_.write_key(k, key_buf_);
-        const bool live = codec_.write_value(std::as_const(inner_), k, value_buf_);
-        record_view r{key_buf_, std::nullopt};
-        if (live) r.value = bytes_view(value_buf_);
-        log().append(r);
-        ++records_written_;
+        append_record(k, [&](byte_buffer& out) { return codec_.write_value(std::as_const(inner_), k, out); });
+    }
+
+    /// @brief Appends the record of kv key k whose current value the caller
+    /// already holds (nullopt: absent), without reading it from the store.
+    /// Only for codecs that can write a value they are given (`write_mapped`).
+    template <class V>
+        requires requires(const Codec& c, const V& v, byte_buffer& out) { c.write_mapped(v, out); }
+    void log_state(const log_key_type& k, const std::optional<V>& current) {
+        append_record(k, [&](byte_buffer& out) {
+            if (current) codec_.write_mapped(*current, out);
+            return current.has_value();
+        });
     }
 
     // ---- kv operations, when the inner store has them
@@ -98,7 +103,10 @@ public:
         requires kv_store<S>
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
         inner_.put(k, v);
-        log_key(k);
+        if constexpr (requires { codec_.write_mapped(v, value_buf_); })
+            append_record(k, [&](byte_buffer& out) { return codec_.write_mapped(v, out), true; });
+        else
+            log_key(k);
     }
     template <class S = Inner>
         requires kv_store<S>
@@ -169,6 +177,20 @@ public:
 
 private:
     auto& log() noexcept { return log_.get(); }
+
+    /// Appends one record: k's key, and the value write_value appends (or a
+    /// tombstone when it returns false).
+    template <class WriteValue>
+    void append_record(const log_key_type& k, WriteValue&& write_value) {
+        key_buf_.clear();
+        value_buf_.clear();
+        codec_.write_key(k, key_buf_);
+        const bool live = write_value(value_buf_);
+        record_view r{key_buf_, std::nullopt};
+        if (live) r.value = bytes_view(value_buf_);
+        log().append(r);
+        ++records_written_;
+    }
 
     Inner inner_;
     LogHolder log_;
