@@ -1,0 +1,673 @@
+// End-to-end benchmark of strata against the file log and a real Kafka
+// broker, with the ceilings measured by the same program: a plain librdkafka
+// producer and consumer loop (no strata code in them) and sequential disk
+// bandwidth. Each command prints one JSON line on stdout.
+//
+//   e2e write   --sink file|kafka ...   logged writes through
+//               hash_map_store<string,string> | logged(log) [| cached(bytes)]
+//   e2e restore --source file|kafka ... restore into a fresh store
+//   e2e produce-ceiling ...             librdkafka producer loop, same workload
+//   e2e consume-ceiling ...             librdkafka consumer loop, read to end
+//   e2e disk --dir D [--bytes 1GiB]     write(2)+fdatasync, then read back cold
+//
+// Workload (the same as the Kafka Streams peer's, benchmarks/peers/kafka-streams):
+// key "k<id>", id uniform or Zipf(s) over --keys (id 0 the hottest), or
+// sequential (id = i mod keys: one record per key, the shape of a compacted
+// changelog); value: the update's sequence number as --value-bytes ASCII
+// digits, zero-padded. Key ids are drawn before the clock starts.
+
+#include <strata/changelog/file_log.hpp>
+#include <strata/decorators/all.hpp>
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/changelog.hpp>
+#include <strata/stores/hash_map_store.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using kv = strata::hash_map_store<std::string, std::string>;
+
+// ---------------------------------------------------------------- options --
+
+struct args {
+    std::map<std::string, std::string> v;
+    std::vector<std::string> producer_settings;  // --producer-setting k=v, repeatable
+
+    args(int argc, char** argv) {
+        for (int i = 2; i < argc; ++i) {
+            std::string a = argv[i];
+            if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument: " + a);
+            std::string name = a.substr(2), value = argv[++i];
+            if (name == "producer-setting") producer_settings.push_back(value);
+            else v[name] = value;
+        }
+    }
+    [[nodiscard]] std::string str(const std::string& k, const std::string& def = {}) const {
+        auto it = v.find(k);
+        return it == v.end() ? def : it->second;
+    }
+    [[nodiscard]] std::string need(const std::string& k) const {
+        auto it = v.find(k);
+        if (it == v.end()) throw std::invalid_argument("missing --" + k);
+        return it->second;
+    }
+    /// Integers with suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
+    [[nodiscard]] std::uint64_t num(const std::string& k, std::uint64_t def) const {
+        auto it = v.find(k);
+        if (it == v.end()) return def;
+        const std::string& s = it->second;
+        std::size_t pos = 0;
+        const double x = std::stod(s, &pos);
+        const std::string suf = s.substr(pos);
+        double m = 1;
+        if (suf == "k") m = 1e3;
+        else if (suf == "M") m = 1e6;
+        else if (suf == "G") m = 1e9;
+        else if (suf == "KiB") m = 1024.0;
+        else if (suf == "MiB") m = 1024.0 * 1024;
+        else if (suf == "GiB") m = 1024.0 * 1024 * 1024;
+        else if (!suf.empty()) throw std::invalid_argument("bad number for --" + k + ": " + s);
+        return static_cast<std::uint64_t>(x * m);
+    }
+    [[nodiscard]] double real(const std::string& k, double def) const {
+        auto it = v.find(k);
+        return it == v.end() ? def : std::stod(it->second);
+    }
+};
+
+/// The producer settings of strata's changelog in this benchmark, shared
+/// verbatim by the producer ceiling. enable.idempotence and acks=all are
+/// forced by strata's producer and set by the ceiling too.
+strata::kafka::settings producer_settings(const args& a) {
+    strata::kafka::settings s = {{"linger.ms", "20"}, {"batch.size", "1000000"}, {"compression.type", "none"}};
+    for (const auto& kv : a.producer_settings) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos) throw std::invalid_argument("--producer-setting wants name=value: " + kv);
+        s[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return s;
+}
+
+std::string settings_json(const strata::kafka::settings& s) {
+    std::string out = "{";
+    for (const auto& [k, v] : s) {
+        if (out.size() > 1) out += ',';
+        out += '"' + k + "\":\"" + v + '"';
+    }
+    return out + '}';
+}
+
+// ---------------------------------------------------------------- output --
+
+/// One JSON object, built field by field, printed on one line.
+class json {
+public:
+    json& put(const std::string& k, const std::string& v) { return raw(k, '"' + v + '"'); }
+    json& put(const std::string& k, const char* v) { return put(k, std::string(v)); }
+    json& put(const std::string& k, double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return raw(k, buf);
+    }
+    json& put(const std::string& k, std::uint64_t v) { return raw(k, std::to_string(v)); }
+    json& put(const std::string& k, std::int64_t v) { return raw(k, std::to_string(v)); }
+    json& put(const std::string& k, int v) { return raw(k, std::to_string(v)); }
+    json& raw(const std::string& k, const std::string& v) {
+        if (!body_.empty()) body_ += ',';
+        body_ += '"' + k + "\":" + v;
+        return *this;
+    }
+    void print() const {
+        std::printf("{%s}\n", body_.c_str());
+        std::fflush(stdout);
+    }
+
+private:
+    std::string body_;
+};
+
+// ---------------------------------------------------------------- timing --
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return s(u.ru_utime) + s(u.ru_stime);
+}
+
+double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+// -------------------------------------------------------------- workload --
+
+struct workload {
+    std::uint64_t updates;
+    std::uint64_t keys;
+    std::string dist;
+    double zipf_s;
+    std::size_t value_bytes;
+    std::uint64_t seed;
+
+    explicit workload(const args& a)
+        : updates(a.num("updates", 1'000'000)), keys(a.num("keys", 100'000)), dist(a.str("dist", "uniform")),
+          zipf_s(a.real("zipf-s", 0.99)), value_bytes(a.num("value-bytes", 100)), seed(a.num("seed", 42)) {
+        if (updates == 0 || keys == 0) throw std::invalid_argument("--updates and --keys must be positive");
+        if (dist != "uniform" && dist != "zipf" && dist != "sequential")
+            throw std::invalid_argument("--dist is uniform, zipf or sequential");
+    }
+
+    /// The key id of every update, drawn before anything is timed.
+    [[nodiscard]] std::vector<std::uint32_t> key_ids() const {
+        std::vector<std::uint32_t> ids(updates);
+        std::mt19937_64 rnd(seed);
+        if (dist == "sequential") {
+            for (std::uint64_t i = 0; i < updates; ++i) ids[i] = static_cast<std::uint32_t>(i % keys);
+        } else if (dist == "uniform") {
+            std::uniform_int_distribution<std::uint64_t> d(0, keys - 1);
+            for (auto& id : ids) id = static_cast<std::uint32_t>(d(rnd));
+        } else {
+            std::vector<double> cdf(keys);
+            double sum = 0;
+            for (std::uint64_t i = 0; i < keys; ++i) cdf[i] = sum += 1.0 / std::pow(static_cast<double>(i + 1), zipf_s);
+            for (auto& c : cdf) c /= sum;
+            std::uniform_real_distribution<double> u(0, 1);
+            for (auto& id : ids)
+                id = static_cast<std::uint32_t>(
+                    std::min<std::size_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rnd)) - cdf.begin(), keys - 1));
+        }
+        return ids;
+    }
+
+    [[nodiscard]] std::vector<std::string> key_names() const {
+        std::vector<std::string> names(keys);
+        for (std::uint64_t i = 0; i < keys; ++i) names[i] = "k" + std::to_string(i);
+        return names;
+    }
+
+    /// Writes update i's value (sequence number, zero-padded) into v.
+    void value_of(std::uint64_t i, std::string& v) const {
+        v.assign(value_bytes, '0');
+        char digits[24];
+        auto [end, ec] = std::to_chars(digits, digits + sizeof digits, i);
+        const auto n = static_cast<std::size_t>(end - digits);
+        if (n <= value_bytes) std::memcpy(v.data() + value_bytes - n, digits, n);
+        else std::memcpy(v.data(), end - value_bytes, value_bytes);
+    }
+
+    void describe(json& j) const {
+        j.put("updates", updates).put("keys", keys).put("dist", dist).put("value_bytes", std::uint64_t{value_bytes});
+        if (dist == "zipf") j.put("zipf_s", zipf_s);
+    }
+};
+
+/// A changelog in front of another one that counts the records and payload
+/// bytes (key + value) appended and replayed, and forwards everything.
+template <class Log>
+class counting_log {
+public:
+    explicit counting_log(Log& inner) : inner_(&inner) {}
+
+    class range {
+    public:
+        using inner_range = decltype(std::declval<const Log&>().replay(strata::offset_t{}));
+        range(const Log& l, strata::offset_t from, std::uint64_t* bytes) : inner_(l.replay(from)), bytes_(bytes) {}
+        range(range&&) = delete;
+
+        using inner_iterator = decltype(std::declval<inner_range&>().begin());
+        using inner_sentinel = decltype(std::declval<inner_range&>().end());
+        struct sentinel {
+            inner_sentinel s;
+        };
+        class iterator {
+        public:
+            using value_type = strata::record_view;
+            using difference_type = std::ptrdiff_t;
+            using iterator_concept = std::input_iterator_tag;
+            iterator() = default;
+            iterator(inner_iterator it, std::uint64_t* bytes) : it_(std::move(it)), bytes_(bytes) {}
+            decltype(auto) operator*() const { return *it_; }
+            iterator& operator++() {
+                const strata::record_view& r = *it_;
+                *bytes_ += r.key.size() + (r.value ? r.value->size() : 0);
+                ++it_;
+                return *this;
+            }
+            void operator++(int) { ++*this; }
+            friend bool operator==(const iterator& i, const sentinel& s) { return i.it_ == s.s; }
+
+        private:
+            inner_iterator it_{};
+            std::uint64_t* bytes_ = nullptr;
+        };
+        iterator begin() { return iterator(inner_.begin(), bytes_); }
+        sentinel end() { return sentinel{inner_.end()}; }
+
+    private:
+        inner_range inner_;
+        std::uint64_t* bytes_;
+    };
+
+    decltype(auto) append(const strata::record_view& r) {
+        ++records;
+        bytes += r.key.size() + (r.value ? r.value->size() : 0);
+        return inner_->append(r);
+    }
+    strata::offset_t flush() { return inner_->flush(); }
+    [[nodiscard]] strata::offset_t end_offset() const { return inner_->end_offset(); }
+    [[nodiscard]] range replay(strata::offset_t from = 0) const { return range(*inner_, from, &replayed_bytes); }
+
+    std::uint64_t records = 0;
+    std::uint64_t bytes = 0;
+    mutable std::uint64_t replayed_bytes = 0;
+
+private:
+    Log* inner_;
+};
+
+strata::kafka::topic_options topic_opts(const std::string& bootstrap) {
+    strata::kafka::topic_options t;
+    t.bootstrap_servers = bootstrap;
+    // The broker's default segment size (1 GiB): the cleaner leaves the
+    // changelog alone during a run, as it does for Kafka Streams' changelogs.
+    return t;
+}
+
+strata::kafka::kafka_changelog_options log_opts(const args& a, const std::string& topic) {
+    strata::kafka::kafka_changelog_options o;
+    o.bootstrap_servers = a.need("bootstrap");
+    o.topic = topic;
+    o.producer_settings = producer_settings(a);
+    o.producer_settings.emplace("message.timeout.ms", "120000");
+    return o;
+}
+
+// ------------------------------------------------------------------ write --
+
+template <class Log>
+void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
+    const std::uint64_t cache_bytes = a.num("cache-bytes", 0);
+    const std::uint64_t flush_ms = a.num("flush-ms", 100);
+    const auto ids = w.key_ids();
+    const auto names = w.key_names();
+    counting_log<Log> log(inner_log);
+
+    auto drive = [&](auto& store, auto& inner, auto records_written) {
+        std::string value;
+        std::uint64_t flushes = 0;
+        const double cpu0 = cpu_seconds();
+        const auto t0 = clock_type::now();
+        auto next_flush = t0 + std::chrono::milliseconds(flush_ms);
+        for (std::uint64_t i = 0; i < w.updates; ++i) {
+            w.value_of(i, value);
+            store.put(names[ids[i]], value);
+            if ((i & 255) == 255 && flush_ms > 0) {
+                const auto now = clock_type::now();
+                if (now >= next_flush) {
+                    (void)store.flush();
+                    ++flushes;
+                    next_flush = now + std::chrono::milliseconds(flush_ms);
+                }
+            }
+        }
+        const auto end = store.flush();
+        ++flushes;
+        const double elapsed = since(t0);
+        const double cpu = cpu_seconds() - cpu0;
+        const auto records = records_written();
+        const auto payload = log.bytes;
+        if (records != log.records) throw std::logic_error("records counted twice differ");
+        j.put("elapsed_s", elapsed)
+            .put("updates_per_s", static_cast<double>(w.updates) / elapsed)
+            .put("cpu_s", cpu)
+            .put("cpu_s_per_million", cpu / (static_cast<double>(w.updates) / 1e6))
+            .put("flushes", flushes)
+            .put("changelog_records", records)
+            .put("changelog_end_offset", static_cast<std::uint64_t>(end))
+            .put("changelog_records_per_update", static_cast<double>(records) / static_cast<double>(w.updates))
+            .put("changelog_payload_bytes", payload)
+            .put("changelog_payload_bytes_per_update",
+                 static_cast<double>(payload) / static_cast<double>(w.updates))
+            .put("entries", static_cast<std::uint64_t>(inner.size()));
+    };
+
+    if (cache_bytes == 0) {
+        auto s = kv("kv") | strata::logged(log);
+        s.base().reserve(w.keys);
+        drive(s, s.base(), [&] { return s.records_written(); });
+    } else {
+        auto s = kv("kv") | strata::logged(log) | strata::cached(strata::cache_options{cache_bytes});
+        s.base().base().reserve(w.keys);
+        drive(s, s.base().base(), [&] { return s.base().records_written(); });
+    }
+    j.put("cache_bytes", cache_bytes).put("flush_ms", flush_ms);
+}
+
+void cmd_write(const args& a) {
+    const workload w(a);
+    json j;
+    j.put("command", "write").put("system", "strata");
+    const std::string sink = a.need("sink");
+    j.put("sink", sink);
+    w.describe(j);
+    if (sink == "file") {
+        const std::filesystem::path dir = a.need("dir");
+        std::filesystem::remove_all(dir);
+        strata::file_log log(dir);
+        run_write(a, w, log, j);
+        j.put("dir", dir.string());
+    } else if (sink == "kafka") {
+        const std::string topic = a.need("topic");
+        (void)strata::kafka::ensure_topic(topic, topic_opts(a.need("bootstrap")));
+        strata::kafka::kafka_changelog log(log_opts(a, topic));
+        run_write(a, w, log, j);
+        j.put("topic", topic).raw("producer_settings", settings_json(log.options().producer_settings));
+    } else {
+        throw std::invalid_argument("--sink is file or kafka");
+    }
+    j.print();
+}
+
+// ---------------------------------------------------------------- restore --
+
+template <class MakeLog>
+void run_restore(MakeLog make_log, json& j) {
+    const double cpu0 = cpu_seconds();
+    const auto t0 = clock_type::now();  // from opening the changelog until the store is ready
+    auto inner_log = make_log();
+    counting_log<decltype(inner_log)> log(inner_log);
+    auto s = kv("kv") | strata::logged(log);
+    const auto t1 = clock_type::now();
+    const auto p = s.restore();
+    const double restore_s = since(t1);
+    const double ready_s = since(t0);
+    const double cpu = cpu_seconds() - cpu0;
+    j.put("records", p.records_done)
+        .put("payload_bytes", log.replayed_bytes)
+        .put("restore_s", restore_s)
+        .put("ready_s", ready_s)
+        .put("records_per_s", static_cast<double>(p.records_done) / restore_s)
+        .put("mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s)
+        .put("cpu_s", cpu)
+        .put("entries", static_cast<std::uint64_t>(s.base().size()));
+}
+
+void cmd_restore(const args& a) {
+    json j;
+    j.put("command", "restore").put("system", "strata");
+    const std::string source = a.need("source");
+    j.put("source", source);
+    if (source == "file") {
+        const std::filesystem::path dir = a.need("dir");
+        run_restore([&] { return strata::file_log(dir); }, j);
+    } else if (source == "kafka") {
+        const std::string topic = a.need("topic");
+        // kafka_changelog is movable; the replay range it makes is built in place.
+        run_restore([&] { return strata::kafka::kafka_changelog(log_opts(a, topic)); }, j);
+        j.put("topic", topic);
+    } else {
+        throw std::invalid_argument("--source is file or kafka");
+    }
+    j.print();
+}
+
+// -------------------------------------------------------- kafka ceilings --
+
+rd_kafka_conf_t* make_conf(const std::string& bootstrap, const strata::kafka::settings& s) {
+    rd_kafka_conf_t* c = rd_kafka_conf_new();
+    char err[512];
+    auto set = [&](const std::string& k, const std::string& v) {
+        if (rd_kafka_conf_set(c, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
+            throw std::runtime_error("setting " + k + "=" + v + ": " + err);
+    };
+    set("bootstrap.servers", bootstrap);
+    for (const auto& [k, v] : s) set(k, v);
+    return c;
+}
+
+struct acks {
+    std::uint64_t ok = 0, failed = 0;
+};
+
+void cmd_produce_ceiling(const args& a) {
+    const workload w(a);
+    const std::string bootstrap = a.need("bootstrap");
+    const std::string topic = a.need("topic");
+    const std::uint64_t flush_ms = a.num("flush-ms", 0);
+    (void)strata::kafka::ensure_topic(topic, topic_opts(bootstrap));
+
+    auto settings = producer_settings(a);
+    settings["enable.idempotence"] = "true";
+    settings["acks"] = "all";
+    settings["message.timeout.ms"] = "120000";
+    rd_kafka_conf_t* conf = make_conf(bootstrap, settings);
+    rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+        auto* c = static_cast<acks*>(opaque);
+        if (m->err) ++c->failed;
+        else ++c->ok;
+    });
+    acks counts;
+    rd_kafka_conf_set_opaque(conf, &counts);
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (rk == nullptr) throw std::runtime_error(std::string("producer: ") + err);
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+    // Wait for the partition's leader, so the clock does not time the connection.
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+
+    const auto ids = w.key_ids();
+    const auto names = w.key_names();
+    std::string value;
+    std::uint64_t payload = 0, flushes = 0;
+    const double cpu0 = cpu_seconds();
+    const auto t0 = clock_type::now();
+    auto next_flush = t0 + std::chrono::milliseconds(flush_ms);
+    for (std::uint64_t i = 0; i < w.updates; ++i) {
+        w.value_of(i, value);
+        const std::string& key = names[ids[i]];
+        while (rd_kafka_produce(rkt, 0, RD_KAFKA_MSG_F_COPY, value.data(), value.size(), key.data(), key.size(),
+                                nullptr) != 0) {
+            if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(rd_kafka_last_error()));
+            rd_kafka_poll(rk, 10);
+        }
+        payload += key.size() + value.size();
+        if ((i & 255) == 255) {
+            rd_kafka_poll(rk, 0);
+            if (flush_ms > 0 && clock_type::now() >= next_flush) {
+                while (rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, 100);
+                ++flushes;
+                next_flush = clock_type::now() + std::chrono::milliseconds(flush_ms);
+            }
+        }
+    }
+    while (counts.ok + counts.failed < w.updates) rd_kafka_flush(rk, 100);
+    ++flushes;
+    const double elapsed = since(t0);
+    const double cpu = cpu_seconds() - cpu0;
+
+    json j;
+    j.put("command", "produce-ceiling").put("system", "librdkafka");
+    w.describe(j);
+    j.put("topic", topic)
+        .put("flush_ms", flush_ms)
+        .put("flushes", flushes)
+        .put("elapsed_s", elapsed)
+        .put("records_per_s", static_cast<double>(w.updates) / elapsed)
+        .put("updates_per_s", static_cast<double>(w.updates) / elapsed)
+        .put("cpu_s", cpu)
+        .put("cpu_s_per_million", cpu / (static_cast<double>(w.updates) / 1e6))
+        .put("acked", counts.ok)
+        .put("failed", counts.failed)
+        .put("payload_bytes", payload)
+        .raw("producer_settings", settings_json(settings));
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    if (counts.failed != 0) throw std::runtime_error("records failed");
+    j.print();
+}
+
+void cmd_consume_ceiling(const args& a) {
+    const std::string bootstrap = a.need("bootstrap");
+    const std::string topic = a.need("topic");
+    // The fetch settings of strata's kafka_changelog consumer (changelog.hpp).
+    const strata::kafka::settings s = {
+        {"group.id", "e2e-ceiling-" + std::to_string(::getpid())},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"enable.partition.eof", "true"},
+        {"auto.offset.reset", "earliest"},
+        {"fetch.max.bytes", "67108864"},
+        {"max.partition.fetch.bytes", "33554432"},
+        {"receive.message.max.bytes", "100000000"},
+        {"queued.max.messages.kbytes", "262144"},
+        {"fetch.wait.max.ms", "100"},
+        {"isolation.level", "read_committed"},
+    };
+    const double cpu0 = cpu_seconds();
+    const auto t0 = clock_type::now();
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, make_conf(bootstrap, s), err, sizeof err);
+    if (rk == nullptr) throw std::runtime_error(std::string("consumer: ") + err);
+    // Partition 0 from its first offset, with librdkafka's simple consumer
+    // (no group), as rdkafka_performance -C reads.
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+    if (rd_kafka_consume_start(rkt, 0, RD_KAFKA_OFFSET_BEGINNING) != 0)
+        throw std::runtime_error(std::string("consume_start: ") + rd_kafka_err2str(rd_kafka_last_error()));
+
+    struct counts {
+        std::uint64_t records = 0, payload = 0;
+        clock_type::time_point first{};
+        bool done = false;
+        std::string error;
+    } c;
+    c.first = t0;
+    // Every message already fetched is handed over at once, none waited for.
+    auto on_message = [](rd_kafka_message_t* m, void* opaque) {
+        auto* c = static_cast<counts*>(opaque);
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) c->done = true;
+        else if (m->err) c->error = rd_kafka_message_errstr(m);
+        else {
+            if (c->records++ == 0) c->first = clock_type::now();
+            c->payload += m->key_len + m->len;
+        }
+    };
+    while (!c.done) {
+        if (rd_kafka_consume_callback(rkt, 0, 1000, on_message, &c) < 0) throw std::runtime_error("consume failed");
+        if (!c.error.empty()) throw std::runtime_error("consume: " + c.error);
+        if (since(t0) > 600) throw std::runtime_error("no end of partition within 600 s");
+    }
+    const std::uint64_t records = c.records, payload = c.payload;
+    const auto first = c.first;
+    const double elapsed = since(t0);
+    const double cpu = cpu_seconds() - cpu0;
+    rd_kafka_consume_stop(rkt, 0);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+
+    json j;
+    j.put("command", "consume-ceiling").put("system", "librdkafka").put("topic", topic);
+    j.put("records", records)
+        .put("payload_bytes", payload)
+        .put("elapsed_s", elapsed)
+        .put("records_per_s", static_cast<double>(records) / elapsed)
+        .put("mb_per_s", static_cast<double>(payload) / 1e6 / elapsed)
+        .put("first_record_s", std::chrono::duration<double>(first - t0).count())
+        .put("cpu_s", cpu);
+    j.print();
+}
+
+// ------------------------------------------------------------------- disk --
+
+void cmd_disk(const args& a) {
+    const std::filesystem::path dir = a.need("dir");
+    const std::uint64_t total = a.num("bytes", std::uint64_t{1} << 30);
+    const std::size_t chunk = 8u << 20;
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "disk-bandwidth.bin").string();
+    std::vector<char> buf(chunk);
+    for (std::size_t i = 0; i < chunk; ++i) buf[i] = static_cast<char>(i * 131 + 7);
+
+    int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0) throw std::runtime_error("open " + path);
+    auto t0 = clock_type::now();
+    for (std::uint64_t done = 0; done < total; done += chunk)
+        if (::write(fd, buf.data(), chunk) != static_cast<ssize_t>(chunk)) throw std::runtime_error("write");
+    if (::fdatasync(fd) != 0) throw std::runtime_error("fdatasync");
+    const double write_s = since(t0);
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+
+    fd = ::open(path.c_str(), O_RDONLY);
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    t0 = clock_type::now();
+    std::uint64_t read_bytes = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, buf.data(), chunk);
+        if (n <= 0) break;
+        read_bytes += static_cast<std::uint64_t>(n);
+    }
+    const double read_s = since(t0);
+    ::close(fd);
+    std::filesystem::remove(path);
+
+    json j;
+    j.put("command", "disk").put("system", "disk").put("dir", dir.string()).put("bytes", total);
+    j.put("write_s", write_s)
+        .put("write_mb_per_s", static_cast<double>(total) / 1e6 / write_s)
+        .put("read_s", read_s)
+        .put("read_mb_per_s", static_cast<double>(read_bytes) / 1e6 / read_s);
+    j.print();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr,
+                     "usage: e2e write|restore|produce-ceiling|consume-ceiling|disk [--option value]...\n"
+                     "  write           --sink file --dir D | --sink kafka --bootstrap B --topic T\n"
+                     "                  [--updates 1M] [--keys 100k] [--dist uniform|zipf|sequential] [--zipf-s 0.99]\n"
+                     "                  [--value-bytes 100] [--cache-bytes 0|10MiB] [--flush-ms 100] [--seed 42]\n"
+                     "                  [--producer-setting name=value]...\n"
+                     "  restore         --source file --dir D | --source kafka --bootstrap B --topic T\n"
+                     "  produce-ceiling --bootstrap B --topic T, the workload options, [--flush-ms 0]\n"
+                     "  consume-ceiling --bootstrap B --topic T\n"
+                     "  disk            --dir D [--bytes 1GiB]\n");
+        return 2;
+    }
+    try {
+        const std::string cmd = argv[1];
+        const args a(argc, argv);
+        if (cmd == "write") cmd_write(a);
+        else if (cmd == "restore") cmd_restore(a);
+        else if (cmd == "produce-ceiling") cmd_produce_ceiling(a);
+        else if (cmd == "consume-ceiling") cmd_consume_ceiling(a);
+        else if (cmd == "disk") cmd_disk(a);
+        else throw std::invalid_argument("unknown command " + cmd);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "e2e: error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
