@@ -544,14 +544,17 @@ void cmd_consume_ceiling(const args& a) {
         {"fetch.wait.max.ms", "100"},
         {"isolation.level", "read_committed"},
     };
-    const double cpu0 = cpu_seconds();
-    const auto t0 = clock_type::now();
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, make_conf(bootstrap, s), err, sizeof err);
     if (rk == nullptr) throw std::runtime_error(std::string("consumer: ") + err);
     // Partition 0 from its first offset, with librdkafka's simple consumer
-    // (no group), as rdkafka_performance -C reads.
+    // (no group), as rdkafka_performance -C reads. The connection and the
+    // partition's leader are set up before the clock starts.
     rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+    const double cpu0 = cpu_seconds();
+    const auto t0 = clock_type::now();
     if (rd_kafka_consume_start(rkt, 0, RD_KAFKA_OFFSET_BEGINNING) != 0)
         throw std::runtime_error(std::string("consume_start: ") + rd_kafka_err2str(rd_kafka_last_error()));
 
