@@ -49,6 +49,9 @@ log="${out_dir}/run.log"
 
 # --- build ------------------------------------------------------------------
 say "building benchmarks/e2e (Release)"
+# The library the program is built from: HEAD, and whether include/ differs from it.
+build_commit="$(git rev-parse --short HEAD)"
+[[ -z "$(git status --porcelain -- include benchmarks/e2e)" ]] || build_commit+=" with uncommitted changes in include/ or benchmarks/e2e"
 cmake -S benchmarks/e2e -B build-bench/e2e -G Ninja -DCMAKE_BUILD_TYPE=Release >>"${log}" 2>&1
 cmake --build build-bench/e2e -j2 >>"${log}" 2>&1
 e2e="${repo_dir}/build-bench/e2e/e2e"
@@ -162,7 +165,7 @@ cat >"${out_dir}/conditions.json" <<EOF
  "kernel":"$(uname -r)","librdkafka":"$(pkg-config --modversion rdkafka)",
  "kafka":"${STRATA_KAFKA_VERSION:-3.9.1}","broker_heap":"${STRATA_KAFKA_HEAP:-256m}",
  "broker_jvm":"${STRATA_KAFKA_JVM_OPTS:-default (SerialGC, C1)}",
- "commit":"$(git rev-parse --short HEAD)",
+ "commit":"${build_commit}",
  "command":"scripts/bench-kafka.sh --updates ${updates} --keys ${keys} --reps ${reps}$( ((peer)) || echo ' --no-peer')"}
 EOF
 table="${out_dir}/table.md"
