@@ -97,10 +97,10 @@ public:
             throw changelog_error("strata: record too large for file_log in " + dir_.string());
         const offset_t offset = next_offset_;
         if (tail_segment_bytes_ > 0 && tail_segment_bytes_ + *size > options_.segment_bytes) {
-            pending_.push_back(pending_chunk{offset, true, {}, offset});
+            pending_.push_back(pending_chunk{offset, true, std::exchange(spare_, {}), offset});
             tail_segment_bytes_ = 0;
         } else if (pending_.empty()) {
-            pending_.push_back(pending_chunk{offset, false, {}, offset});
+            pending_.push_back(pending_chunk{offset, false, std::exchange(spare_, {}), offset});
         }
         detail::frame::encode(pending_.back().bytes, r, offset);
         pending_.back().end = offset + 1;
@@ -124,6 +124,10 @@ public:
                 detail::sync_data<changelog_error>(active_fd_.get(), s.path);
                 s.size += c.bytes.size();
                 durable_end_ = c.end;
+                // Keep the buffer's memory for the next appends: regrowing it
+                // after every flush costs page faults on every commit.
+                c.bytes.clear();
+                spare_ = std::move(c.bytes);
                 pending_.erase(pending_.begin());
             }
         } catch (...) {
@@ -297,6 +301,7 @@ private:
     detail::unique_fd active_fd_;
     std::vector<segment> segments_;
     std::vector<pending_chunk> pending_;
+    byte_buffer spare_;  ///< an emptied chunk buffer, reused by the next chunk
     std::uint64_t tail_segment_bytes_ = 0;  ///< size the segment of the last pending chunk will have
     offset_t next_offset_ = 0;
     offset_t durable_end_ = 0;

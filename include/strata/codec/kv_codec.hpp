@@ -18,6 +18,7 @@
 
 #include <concepts>
 #include <span>
+#include <utility>
 
 namespace strata {
 
@@ -89,9 +90,11 @@ public:
     template <class S>
         requires detail::kv_codec_store<S, K, V>
     void restore(S& s, const record_view& r) const {
-        const K k = decode<K>(r.key);
+        K k = decode<K>(r.key);
         if (r.is_tombstone()) {
             static_cast<void>(s.erase(k));  // false (already absent) is fine
+        } else if constexpr (requires { s.put(std::move(k), decode<V>(*r.value)); }) {
+            s.put(std::move(k), decode<V>(*r.value));  // decoded once, moved in: no copy per record
         } else {
             s.put(k, decode<V>(*r.value));
         }

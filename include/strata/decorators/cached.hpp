@@ -4,6 +4,7 @@
 /// and for kv stores serves reads from a bounded LRU cache.
 
 #include <strata/core/concepts.hpp>
+#include <strata/core/hash.hpp>
 #include <strata/core/memory_size.hpp>
 #include <strata/decorators/closure.hpp>
 #include <strata/decorators/layer.hpp>
@@ -17,7 +18,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include <boost/container_hash/hash.hpp>
 
 namespace strata {
 
@@ -136,15 +136,13 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
-        auto it = entries_.find(k);
-        if (it != entries_.end() && it->second.cached.known) {
+        entry& e = upsert(k);  // one lookup: a miss is cached too
+        if (e.cached.known) {
             ++stats_.hits;
-            lru_.move_to_front(&it->second);
-            return it->second.cached.value;
+            return e.cached.value;
         }
         ++stats_.misses;
         auto v = inner_.get(k);
-        entry& e = it != entries_.end() ? it->second : upsert(k);
         set_value(e, v);
         evict_beyond_bound(&e);
         return v;
@@ -350,7 +348,7 @@ private:
     mutable Inner inner_;
     cache_options opts_;
     mutable cache_stats stats_;
-    mutable std::unordered_map<cache_key_type, entry, boost::hash<cache_key_type>> entries_;
+    mutable std::unordered_map<cache_key_type, entry, default_hash_t<cache_key_type>> entries_;
     mutable list<&entry::lru> lru_;
     mutable list<&entry::dirty> dirty_;
 };

@@ -27,6 +27,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -35,15 +36,25 @@ namespace strata {
 
 namespace detail::serdes {
 
-/// Appends the sizeof(U) bytes of u, most significant first. Shifts instead
-/// of memcpy, so the result does not depend on the host's byte order.
+/// std::byteswap is C++23; the builtins compile to one bswap instruction.
+template <std::unsigned_integral U>
+constexpr U byteswap_of(U u) noexcept {
+    if constexpr (sizeof(U) == 2) return __builtin_bswap16(u);
+    else if constexpr (sizeof(U) == 4) return __builtin_bswap32(u);
+    else if constexpr (sizeof(U) == 8) return __builtin_bswap64(u);
+    else return u;
+}
+
+/// Appends the sizeof(U) bytes of u, most significant first, whatever the
+/// host's byte order.
 template <std::unsigned_integral U>
 void write_big_endian(U u, byte_buffer& out) {
-    constexpr std::size_t n = sizeof(U);
+    // One byte-swap and one store of the whole word: a store per byte costs
+    // more than the rest of a logged put (the CPU retires stores in order).
+    if constexpr (std::endian::native == std::endian::little && sizeof(U) > 1) u = byteswap_of(u);
     const std::size_t at = out.size();
-    out.resize(at + n);
-    for (std::size_t i = 0; i < n; ++i)
-        out[at + i] = static_cast<std::byte>(static_cast<unsigned char>(u >> (CHAR_BIT * (n - 1 - i))));
+    out.resize(at + sizeof(U));
+    std::memcpy(out.data() + at, &u, sizeof(U));
 }
 
 /// Reads sizeof(U) bytes written by write_big_endian (throws if too few remain).
