@@ -120,7 +120,7 @@ public:
         } else if constexpr (logs) {
             inner_.apply_unlogged(u, [this](const cache_key_type& k) {
                 entry& e = upsert(k);
-                if constexpr (detail::cached_value<Inner>::holds_value) e.cached.known = false;
+                forget_value(e);  // u changed k in ways only the store knows
                 mark_dirty(e);
                 evict_beyond_bound(&e);
             });
@@ -305,6 +305,18 @@ private:
             if (e.cached.known) return inner_.log_state(*e.key, e.cached.value);
         }
         inner_.log_key(*e.key);
+    }
+
+    /// Drops a cached value (and its bytes) that may no longer be current.
+    void forget_value(entry& e) const {
+        if constexpr (detail::cached_value<Inner>::holds_value) {
+            if (!e.cached.known) return;
+            const std::size_t held = memory_size(e.cached.value);
+            e.cached.value.reset();
+            e.cached.known = false;
+            stats_.bytes -= held;
+            e.bytes -= held;
+        }
     }
 
     void mark_dirty(entry& e) const {
