@@ -2,6 +2,7 @@
 // Helpers shared by the changelog tests: scratch directories, raw file
 // access, and owning copies of replayed records.
 
+#include <support/temp_dir.hpp>
 #include <strata/core/bytes.hpp>
 
 #include <cstdint>
@@ -19,25 +20,7 @@
 namespace strata::test {
 
 /// A fresh directory under the system temp dir, removed at scope exit.
-class temp_dir {
-public:
-    temp_dir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "strata-test-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-    [[nodiscard]] std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
-
-private:
-    std::filesystem::path path_;
-};
+using temp_dir = test_support::temp_dir;
 
 inline std::vector<char> read_bytes(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);

@@ -1,23 +1,24 @@
 #pragma once
 // A directory that exists for one test and is removed after it.
 
-#include <atomic>
+#include <cstdlib>
 #include <filesystem>
-#include <random>
+#include <stdexcept>
 #include <string>
-#include <unistd.h>
+#include <string_view>
+#include <system_error>
+
+#include <stdlib.h>
 
 namespace test_support {
 
 class temp_dir {
 public:
     temp_dir() {
-        static std::atomic<unsigned> counter{0};
-        std::random_device rd;
-        path_ = std::filesystem::temp_directory_path() /
-                ("strata-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-                 std::to_string(rd()));
-        std::filesystem::create_directories(path_);
+        // mkdtemp: unique and created atomically, even across parallel test processes.
+        std::string tmpl = (std::filesystem::temp_directory_path() / "strata-test-XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
+        path_ = tmpl;
     }
     temp_dir(const temp_dir&) = delete;
     temp_dir& operator=(const temp_dir&) = delete;
@@ -25,7 +26,8 @@ public:
         std::error_code ec;
         std::filesystem::remove_all(path_, ec);
     }
-    const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
 
 private:
     std::filesystem::path path_;
