@@ -25,6 +25,8 @@
 #   BENCH_MIN_TIME      seconds per store_ops/serde measurement (default 0.2)
 #   BENCH_FILTER        a --benchmark_filter regex applied to every executable
 #   BENCH_JOBS          build parallelism (default 2)
+#   BENCH_KAFKA         0 skips the Kafka half (scripts/bench-kafka.sh), run last
+#   BENCH_KAFKA_ARGS    options for scripts/bench-kafka.sh (e.g. "--updates 1M --reps 3")
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -108,3 +110,11 @@ if ! python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 "$python" benchmarks/plots/plot.py "$results" docs/benchmarks
 echo "results: $results (tables.md, machine.txt, *.json); plots: docs/benchmarks/*.png"
+
+# Then the Kafka half of the benchmarks: strata through Kafka against the
+# librdkafka ceilings and Kafka Streams, on one broker (docs/benchmarks-kafka.md).
+# BENCH_KAFKA=0 skips it; BENCH_KAFKA_ARGS passes options to it.
+if [ "${BENCH_KAFKA:-1}" != 0 ]; then
+  # shellcheck disable=SC2086  # the options are meant to split into words
+  scripts/bench-kafka.sh ${BENCH_KAFKA_ARGS:-}
+fi
