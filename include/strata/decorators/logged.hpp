@@ -103,16 +103,23 @@ public:
         requires kv_store<S>
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
         inner_.put(k, v);
-        if constexpr (requires { codec_.write_mapped(v, value_buf_); })
-            append_record(k, [&](byte_buffer& out) { return codec_.write_mapped(v, out), true; });
-        else
+        if constexpr (requires { codec_.write_mapped(v, value_buf_); }) {
+            // v is k's value now (kv law): write it rather than read it back.
+            append_record(k, [&](byte_buffer& out) {
+                codec_.write_mapped(v, out);
+                return true;
+            });
+        } else {
             log_key(k);
+        }
     }
     template <class S = Inner>
         requires kv_store<S>
     bool erase(const typename S::key_type& k) {
         const bool existed = inner_.erase(k);
-        log_key(k);  // a tombstone even when absent, as Kafka Streams does: cheap and always safe
+        // k is gone now (kv law): its record is a tombstone, even when k was
+        // absent, as Kafka Streams writes it: cheap and always safe.
+        append_record(k, [](byte_buffer&) { return false; });
         return existed;
     }
     template <class S = Inner>
