@@ -171,7 +171,6 @@ public:
                             std::forward<Listener>(listener));
     }
 
-
     /// @brief Records appended since this layer was built.
     [[nodiscard]] std::uint64_t records_written() const noexcept { return records_written_; }
     [[nodiscard]] auto& changelog() noexcept { return log(); }
