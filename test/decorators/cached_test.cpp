@@ -53,7 +53,7 @@ TEST_CASE("N updates to one key between two flushes give one record", "[cached]"
 }
 
 TEST_CASE("the cache answers repeated reads and counts hits and misses", "[cached]") {
-    auto s = counting_store("s") | strata::cached();
+    auto s = counting_store("s") | strata::cached({.reads = strata::read_caching::on});
     s.put(1, "one");
     REQUIRE(s.get(1) == std::optional<std::string>("one"));  // written through the cache: a hit
     REQUIRE(s.get(2) == std::nullopt);                        // a miss...
@@ -89,7 +89,7 @@ TEST_CASE("the cache stays within its byte bound and an evicted dirty key writes
 
 TEST_CASE("a read keeps an entry recently used so eviction takes another", "[cached]") {
     strata::memory_log log;
-    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = 1400});
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = 1400, .reads = strata::read_caching::on});
     s.put(1, std::string(100, 'a'));
     s.put(2, std::string(100, 'b'));
     s.flush();
@@ -110,7 +110,7 @@ TEST_CASE("restore through the cache drops what the cache held", "[cached]") {
         s.put(1, "one");
         s.flush();
     }
-    auto s = store_t("s") | strata::logged(log) | strata::cached();
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.reads = strata::read_caching::on});
     REQUIRE_FALSE(s.get(1).has_value());  // a fresh store: the cache now remembers an absence
     s.restore();
     REQUIRE(s.get(1) == std::optional<std::string>("one"));
@@ -123,4 +123,29 @@ TEST_CASE("a cache without a changelog beneath writes nothing and marks nothing 
     REQUIRE(s.dirty_count() == 0);
     s.apply(strata::erase_op<std::int64_t>{1});
     REQUIRE_FALSE(s.get(1).has_value());
+}
+
+TEST_CASE("by default reads are cached over a persistent store only", "[cached]") {
+    // In memory: the store beneath is as fast as the cache and always current.
+    auto mem = counting_store("s") | strata::cached();
+    REQUIRE_FALSE(mem.caches_reads());
+    mem.put(1, "one");
+    REQUIRE(mem.get(1) == std::optional<std::string>("one"));
+    REQUIRE(mem.get(1) == std::optional<std::string>("one"));
+    REQUIRE(mem.base().reads == 2);  // both reads went to the store
+    REQUIRE(mem.stats().hits + mem.stats().misses == 0);
+
+    struct persistent_counting_store : counting_store {
+        using counting_store::counting_store;
+        bool persistent() const noexcept { return true; }
+    };
+    auto disk = persistent_counting_store("s") | strata::cached();
+    REQUIRE(disk.caches_reads());
+    REQUIRE_FALSE(disk.get(2).has_value());
+    REQUIRE_FALSE(disk.get(2).has_value());
+    REQUIRE(disk.base().reads == 1);  // the second read was a hit
+    REQUIRE(disk.stats().hits == 1);
+
+    auto forced_off = persistent_counting_store("s") | strata::cached({.reads = strata::read_caching::off});
+    REQUIRE_FALSE(forced_off.caches_reads());
 }

@@ -48,7 +48,8 @@ TEST_CASE("every operation is counted and timed by store and operation", "[meter
 TEST_CASE("records written and the cache hit ratio are published", "[metered][cached]") {
     strata::metrics::registry reg;
     strata::memory_log log;
-    auto s = store_t("s") | strata::logged(log) | strata::cached() | strata::metered(reg);
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.reads = strata::read_caching::on}) |
+             strata::metered(reg);
     for (int i = 0; i < 10; ++i) s.put(1, std::to_string(i));
     s.put(2, "x");
     REQUIRE(s.get(1).has_value());  // hit
@@ -92,10 +93,23 @@ TEST_CASE("restore progress and rate are published and passed on", "[metered][re
 TEST_CASE("records written by an eviction during a read are counted", "[metered][cached]") {
     strata::metrics::registry reg;
     strata::memory_log log;
-    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = 2000}) | strata::metered(reg);
+    auto s = store_t("s") | strata::logged(log) | strata::cached({.max_bytes = 2000, .reads = strata::read_caching::on}) |
+             strata::metered(reg);
     for (std::int64_t k = 0; k < 10; ++k) s.put(k, std::string(100, 'x'));
     for (std::int64_t k = 100; k < 140; ++k) REQUIRE_FALSE(s.get(k).has_value());  // misses evict dirty puts
     REQUIRE(log.records().size() > 0);
     const auto written = strata::layer<strata::logged_store>(s).records_written();
     REQUIRE(reg.counter_for("strata_changelog_records_total", "", {{"store", "s"}}).value() == written);
+}
+
+TEST_CASE("reads the cache does not answer count as neither hits nor misses", "[metered][cached]") {
+    strata::metrics::registry reg;
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::cached() | strata::metered(reg);  // in memory: reads bypass
+    s.put(1, "x");
+    REQUIRE(s.get(1).has_value());
+    REQUIRE_FALSE(s.get(2).has_value());
+    REQUIRE(reg.counter_for("strata_cache_hits_total", "", {{"store", "s"}}).value() == 0);
+    REQUIRE(reg.counter_for("strata_cache_misses_total", "", {{"store", "s"}}).value() == 0);
+    REQUIRE(reg.histogram_for("strata_store_operation_seconds", "", {{"store", "s"}, {"op", "get"}}).count() == 2);
 }

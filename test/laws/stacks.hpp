@@ -37,8 +37,9 @@ struct env {
 using ordered = strata::ordered_map_store<std::int64_t, std::string>;
 using hashed = strata::hash_map_store<std::int64_t, std::string>;
 
-// A cache small enough that the histories evict from it constantly.
-inline strata::cache_options tiny_cache() { return {.max_bytes = 600}; }
+// A cache small enough that the histories evict from it constantly, and that
+// answers reads (the default does not over these in-memory stores).
+inline strata::cache_options tiny_cache() { return {.max_bytes = 600, .reads = strata::read_caching::on}; }
 
 struct ordered_bare {
     static auto make(env&) { return ordered("s"); }

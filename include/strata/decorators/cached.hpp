@@ -21,11 +21,24 @@
 
 namespace strata {
 
+/// @brief Whether the cache answers reads (kv stores).
+enum class read_caching {
+    /// Only over a persistent store. Over an in-memory store a read of the
+    /// store beneath costs no more than the cache's own lookup, and the store
+    /// is always current (the cache writes through), so caching reads would
+    /// only add work: an entry per key read, and evictions.
+    automatic,
+    on,   ///< always: reads fill the cache and count hits and misses
+    off,  ///< never: reads go to the store beneath and count nothing
+};
+
 /// @brief Options of the cache layer.
 struct cache_options {
     /// Bound on the bytes the cache holds (keys, cached values, bookkeeping).
     /// Kafka Streams' default statestore.cache.max.bytes is 10 MiB.
     std::size_t max_bytes = 10 * 1024 * 1024;
+    /// Whether get() is answered from the cache.
+    read_caching reads = read_caching::automatic;
 };
 
 /// @brief What the cache has done since it was built.
@@ -98,10 +111,13 @@ public:
                   "strata::cached: over a store that is not key-value, the cache coalesces changelog "
                   "records and needs logged(...) beneath it: `store | logged(log) | cached(opts)`");
 
-    cached_store(Inner inner, cache_options opts) : inner_(std::move(inner)), opts_(opts) {}
+    cached_store(Inner inner, cache_options opts)
+        : inner_(std::move(inner)), opts_(opts),
+          caches_reads_(opts.reads == read_caching::on ||
+                        (opts.reads == read_caching::automatic && is_persistent(inner_))) {}
     cached_store(cached_store&& o) noexcept
-        : inner_(std::move(o.inner_)), opts_(o.opts_), stats_(o.stats_), entries_(std::move(o.entries_)),
-          lru_(o.lru_), dirty_(o.dirty_) {
+        : inner_(std::move(o.inner_)), opts_(o.opts_), caches_reads_(o.caches_reads_), stats_(o.stats_),
+          entries_(std::move(o.entries_)), lru_(o.lru_), dirty_(o.dirty_) {
         // The lists point into the map's nodes, which moving the map keeps.
         o.lru_ = o.dirty_ = list_head{};
         o.stats_ = {};
@@ -136,6 +152,7 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
+        if (!caches_reads_) return inner_.get(k);  // written through: the store beneath is current
         entry& e = upsert(k);  // one lookup: a miss is cached too
         if (e.cached.known) {
             ++stats_.hits;
@@ -210,6 +227,8 @@ public:
     }
     [[nodiscard]] std::size_t dirty_count() const noexcept { return dirty_.size; }
     [[nodiscard]] const cache_options& options() const noexcept { return opts_; }
+    /// @brief Whether get() is answered from the cache (see read_caching).
+    [[nodiscard]] bool caches_reads() const noexcept { return caches_reads_; }
 
     [[nodiscard]] Inner& base() & noexcept { return inner_; }
     [[nodiscard]] const Inner& base() const& noexcept { return inner_; }
@@ -359,6 +378,7 @@ private:
     // read that evicts a dirty entry writes its record through the layer beneath.
     mutable Inner inner_;
     cache_options opts_;
+    bool caches_reads_;
     mutable cache_stats stats_;
     mutable std::unordered_map<cache_key_type, entry, default_hash_t<cache_key_type>> entries_;
     mutable list<&entry::lru> lru_;

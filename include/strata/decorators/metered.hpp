@@ -55,9 +55,11 @@ public:
         return observed(m_.get, [&] {
             if constexpr (has_cache) {
                 // A miss may evict a dirty entry, which writes its record: observed counts it.
-                const auto hits_before = cache().stats().hits;
+                const auto before = cache().stats();
                 auto v = inner_.get(k);
-                (cache().stats().hits != hits_before ? m_.hits : m_.misses)->inc();
+                const auto after = cache().stats();
+                if (after.hits != before.hits) m_.hits->inc();
+                else if (after.misses != before.misses) m_.misses->inc();  // else: reads are not cached
                 return v;
             } else {
                 return inner_.get(k);
