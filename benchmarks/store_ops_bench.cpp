@@ -31,6 +31,8 @@
 #include <strata/stores/hash_map_store.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
+#include "bench_support.hpp"
+
 #include <benchmark/benchmark.h>
 #include <boost/unordered_map.hpp>
 
@@ -53,82 +55,13 @@ constexpr u64 commit_every = 10'000;
 constexpr std::size_t stream_len = std::size_t{1} << 20;
 constexpr int batch = 100;
 
-/// Zipf(s) over ranks 1..n by rejection-inversion (Hörmann and Derflinger,
-/// "Rejection-inversion to generate variates from monotone discrete
-/// distributions", 1996): O(1) per draw, no table.
-class zipf_distribution {
-public:
-    zipf_distribution(u64 n, double s) : n_(static_cast<double>(n)), s_(s) {
-        h_x1_ = h_integral(1.5) - 1.0;
-        h_n_ = h_integral(n_ + 0.5);
-        s_div_ = 2.0 - h_integral_inverse(h_integral(2.5) - h(2.0));
-    }
-    template <class Rng>
-    u64 operator()(Rng& rng) {
-        std::uniform_real_distribution<double> u01(0.0, 1.0);
-        for (;;) {
-            const double u = h_n_ + u01(rng) * (h_x1_ - h_n_);
-            const double x = h_integral_inverse(u);
-            double k = std::floor(x + 0.5);
-            k = std::clamp(k, 1.0, n_);
-            if (k - x <= s_div_ || u >= h_integral(k + 0.5) - h(k)) return static_cast<u64>(k);
-        }
-    }
-
-private:
-    static double helper1(double x) {  // log1p(x) / x
-        return std::abs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
-    }
-    static double helper2(double x) {  // expm1(x) / x
-        return std::abs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
-    }
-    double h(double x) const { return std::exp(-s_ * std::log(x)); }
-    double h_integral(double x) const {
-        const double lx = std::log(x);
-        return helper2((1.0 - s_) * lx) * lx;
-    }
-    double h_integral_inverse(double x) const {
-        double t = x * (1.0 - s_);
-        if (t < -1.0) t = -1.0;
-        return std::exp(helper1(t) * x);
-    }
-    double n_, s_, h_x1_, h_n_, s_div_;
-};
 
 enum class dist { uniform, zipf };
 
 std::vector<u64> key_stream(u64 keys, dist d) {
-    std::mt19937_64 rng(42);
-    std::vector<u64> out(stream_len);
-    if (d == dist::uniform) {
-        std::uniform_int_distribution<u64> u(0, keys - 1);
-        for (auto& k : out) k = u(rng);
-    } else {
-        zipf_distribution z(keys, 0.99);
-        // 2654435761 is prime, so it is coprime with every key count that is
-        // not a multiple of it: rank -> key is a bijection.
-        for (auto& k : out) k = ((z(rng) - 1) * 2654435761ULL) % keys;
-    }
-    return out;
+    return bench::key_stream(keys, d == dist::zipf, stream_len, 42);
 }
-
-/// A changelog that copies records into a buffer and drops them at flush.
-struct discarding_log {
-    strata::byte_buffer buffer;
-    strata::offset_t end = 0;
-    void append(const strata::record_view& r) {
-        strata::append_bytes(buffer, r.key);
-        if (r.value) strata::append_bytes(buffer, *r.value);
-        ++end;
-    }
-    strata::offset_t flush() {
-        buffer.clear();
-        return end;
-    }
-    strata::offset_t end_offset() const { return end; }
-    std::vector<strata::record_view> replay(strata::offset_t) const { return {}; }
-};
-static_assert(strata::changelog<discarding_log>);
+using bench::discarding_log;
 
 // ---- values: u64 or a 100 B string
 template <class V>

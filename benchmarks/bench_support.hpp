@@ -1,0 +1,78 @@
+#pragma once
+// What the microbenchmarks share: key streams drawn before timing (uniform or
+// Zipf), and a changelog that costs only the copy of each record.
+
+#include <strata/core/bytes.hpp>
+#include <strata/core/concepts.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace bench {
+
+using u64 = std::uint64_t;
+
+/// Zipf(s) over ranks 1..n: P(rank = r) is proportional to 1 / r^s. Draws
+/// invert a cumulative table by binary search; key streams are drawn before
+/// any timing, so the table's build cost and size (8 bytes a rank) are
+/// outside every measurement.
+class zipf_distribution {
+public:
+    zipf_distribution(u64 n, double s) : cumulative_(n) {
+        double sum = 0;
+        for (u64 r = 0; r < n; ++r) cumulative_[r] = sum += std::pow(static_cast<double>(r + 1), -s);
+        for (double& c : cumulative_) c /= sum;
+    }
+    template <class Rng>
+    u64 operator()(Rng& rng) {
+        const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+        const auto it = std::lower_bound(cumulative_.begin(), cumulative_.end(), u);
+        return static_cast<u64>(std::min<std::ptrdiff_t>(it - cumulative_.begin(),
+                                                         static_cast<std::ptrdiff_t>(cumulative_.size()) - 1)) +
+               1;
+    }
+
+private:
+    std::vector<double> cumulative_;
+};
+
+/// `length` keys in [0, keys): uniform, or Zipf(0.99) ranks spread over the
+/// key space (rank r -> (r - 1) * 2654435761 mod keys, a bijection while keys
+/// is not a multiple of that prime), so hot keys are not neighbours.
+inline std::vector<u64> key_stream(u64 keys, bool zipf, std::size_t length, u64 seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<u64> out(length);
+    if (!zipf) {
+        std::uniform_int_distribution<u64> u(0, keys - 1);
+        for (auto& k : out) k = u(rng);
+    } else {
+        zipf_distribution z(keys, 0.99);
+        for (auto& k : out) k = ((z(rng) - 1) * 2654435761ULL) % keys;
+    }
+    return out;
+}
+
+/// A changelog that copies each record into one buffer and drops it at
+/// flush: strata's own cost of logging, without a disk or a broker.
+struct discarding_log {
+    strata::byte_buffer buffer;
+    strata::offset_t end = 0;
+    void append(const strata::record_view& r) {
+        strata::append_bytes(buffer, r.key);
+        if (r.value) strata::append_bytes(buffer, *r.value);
+        ++end;
+    }
+    strata::offset_t flush() {
+        buffer.clear();
+        return end;
+    }
+    strata::offset_t end_offset() const { return end; }
+    std::vector<strata::record_view> replay(strata::offset_t) const { return {}; }
+};
+static_assert(strata::changelog<discarding_log>);
+
+}  // namespace bench
