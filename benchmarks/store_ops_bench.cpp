@@ -116,8 +116,12 @@ struct percentiles {
 
 using clock_type = std::chrono::steady_clock;
 
-template <class V, class Make>
-void bench_put(benchmark::State& state, Make make, u64 keys, dist d) {
+/// Fills a store with `keys` keys, then times `op(store, key, n)` over the
+/// key stream in batches of `batch` operations, committing every
+/// `commit_every` operations (a read may evict a dirty cache entry and write
+/// its record, so reads commit on the same schedule as puts).
+template <class V, class Make, class Op>
+void bench_ops(benchmark::State& state, Make make, u64 keys, dist d, Op op) {
     discarding_log log;
     strata::metrics::registry reg;
     values<V> val;
@@ -133,7 +137,7 @@ void bench_put(benchmark::State& state, Make make, u64 keys, dist d) {
     for (auto _ : state) {
         const auto t0 = clock_type::now();
         for (int j = 0; j < batch; ++j) {
-            store.put(ks[i], val(n));
+            op(store, ks[i], val, n);
             i = (i + 1) & (stream_len - 1);
             if (++n % commit_every == 0) flush_if(store);
         }
@@ -146,40 +150,20 @@ void bench_put(benchmark::State& state, Make make, u64 keys, dist d) {
 }
 
 template <class V, class Make>
+void bench_put(benchmark::State& state, Make make, u64 keys, dist d) {
+    bench_ops<V>(state, make, keys, d, [](auto& store, u64 k, values<V>& val, u64 n) { store.put(k, val(n)); });
+}
+
+template <class V, class Make>
 void bench_get(benchmark::State& state, Make make, u64 keys, dist d) {
-    discarding_log log;
-    strata::metrics::registry reg;
-    values<V> val;
-    auto store = make(log, reg);
-    for (u64 k = 0; k < keys; ++k) store.put(k, val(k));
-    flush_if(store);
-    const auto ks = key_stream(keys, d);
-    std::size_t i = 0;
-    u64 n = 0;
-    double total_ns = 0;
-    percentiles p;
-    p.samples.reserve(1 << 16);
-    for (auto _ : state) {
-        const auto t0 = clock_type::now();
-        for (int j = 0; j < batch; ++j) {
-            if constexpr (is_raw<decltype(store)>) {
-                auto it = store.find(ks[i]);
-                if (it != store.end()) benchmark::DoNotOptimize(it->second);
-            } else {
-                benchmark::DoNotOptimize(store.get(ks[i]));
-            }
-            i = (i + 1) & (stream_len - 1);
-            ++n;
-            // A read may evict a dirty cache entry and write its record: the
-            // changelog is committed on the same schedule as for puts.
-            if (n % commit_every == 0) flush_if(store);
+    bench_ops<V>(state, make, keys, d, [](auto& store, u64 k, values<V>&, u64) {
+        if constexpr (is_raw<std::remove_reference_t<decltype(store)>>) {
+            auto it = store.find(k);
+            if (it != store.end()) benchmark::DoNotOptimize(it->second);
+        } else {
+            benchmark::DoNotOptimize(store.get(k));
         }
-        const double ns = static_cast<double>((clock_type::now() - t0).count());
-        total_ns += ns;
-        p.samples.push_back(ns / batch);
-    }
-    state.SetItemsProcessed(static_cast<std::int64_t>(n));
-    p.report(state, total_ns, static_cast<double>(n));
+    });
 }
 
 template <class V>
