@@ -20,7 +20,7 @@ bool has_line(const std::string& text, const std::string& line) {
 
 }  // namespace
 
-TEST_CASE("every operation is counted and timed by store and operation", "[metered]") {
+TEST_CASE("every operation is counted by store and operation", "[metered]") {
     strata::metrics::registry reg;
     auto s = store_t("orders") | strata::metered(reg);
     s.put(1, "a");
@@ -33,16 +33,34 @@ TEST_CASE("every operation is counted and timed by store and operation", "[meter
     REQUIRE(ranges::distance(s.range(1, 3)) == 2);
 
     const std::string text = strata::metrics::to_prometheus(reg);
-    CHECK(has_line(text, R"(strata_store_operation_seconds_count{op="put",store="orders"} 3)"));
-    CHECK(has_line(text, R"(strata_store_operation_seconds_count{op="get",store="orders"} 2)"));
-    CHECK(has_line(text, R"(strata_store_operation_seconds_count{op="erase",store="orders"} 1)"));
-    CHECK(has_line(text, R"(strata_store_operation_seconds_count{op="apply",store="orders"} 1)"));
-    CHECK(has_line(text, R"(strata_store_operation_seconds_count{op="range",store="orders"} 1)"));
+    CHECK(has_line(text, R"(strata_store_operations_total{op="put",store="orders"} 3)"));
+    CHECK(has_line(text, R"(strata_store_operations_total{op="get",store="orders"} 2)"));
+    CHECK(has_line(text, R"(strata_store_operations_total{op="erase",store="orders"} 1)"));
+    CHECK(has_line(text, R"(strata_store_operations_total{op="apply",store="orders"} 1)"));
+    CHECK(has_line(text, R"(strata_store_operations_total{op="range",store="orders"} 1)"));
     CHECK(has_line(text, "# TYPE strata_store_operation_seconds histogram"));
-    // Latencies are real: the sum of three puts is positive.
-    const auto& h = reg.histogram_for("strata_store_operation_seconds", "", {{"store", "orders"}, {"op", "put"}});
-    REQUIRE(h.count() == 3);
-    REQUIRE(h.sum() > 0.0);
+}
+
+TEST_CASE("one point operation in time_one_in is timed, every flush and restore", "[metered]") {
+    strata::metrics::registry reg;
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::metered(reg, {.time_one_in = 4});
+    for (std::int64_t k = 0; k < 10; ++k) s.put(k, "v");
+    s.flush();
+    s.flush();
+    const auto& puts = reg.histogram_for("strata_store_operation_seconds", "", {{"store", "s"}, {"op", "put"}});
+    REQUIRE(puts.count() == 3);  // the 1st, 5th and 9th
+    REQUIRE(puts.sum() > 0.0);   // real latencies
+    REQUIRE(reg.counter_for("strata_store_operations_total", "", {{"store", "s"}, {"op", "put"}}).value() == 10);
+    REQUIRE(reg.histogram_for("strata_store_operation_seconds", "", {{"store", "s"}, {"op", "flush"}}).count() == 2);
+
+    strata::metrics::registry every;
+    auto t = store_t("t") | strata::metered(every, {.time_one_in = 1});
+    for (std::int64_t k = 0; k < 5; ++k) t.put(k, "v");
+    REQUIRE(every.histogram_for("strata_store_operation_seconds", "", {{"store", "t"}, {"op", "put"}}).count() == 5);
+
+    strata::metrics::registry other;
+    REQUIRE_THROWS_AS(store_t("u") | strata::metered(other, {.time_one_in = 0}), strata::usage_error);
 }
 
 TEST_CASE("records written and the cache hit ratio are published", "[metered][cached]") {
@@ -111,5 +129,5 @@ TEST_CASE("reads the cache does not answer count as neither hits nor misses", "[
     REQUIRE_FALSE(s.get(2).has_value());
     REQUIRE(reg.counter_for("strata_cache_hits_total", "", {{"store", "s"}}).value() == 0);
     REQUIRE(reg.counter_for("strata_cache_misses_total", "", {{"store", "s"}}).value() == 0);
-    REQUIRE(reg.histogram_for("strata_store_operation_seconds", "", {{"store", "s"}, {"op", "get"}}).count() == 2);
+    REQUIRE(reg.counter_for("strata_store_operations_total", "", {{"store", "s"}, {"op", "get"}}).value() == 2);
 }
