@@ -128,6 +128,22 @@ struct with_changelog<std::tuple<Fixtures...>> {
 template <class Stacks>
 using with_changelog_t = typename with_changelog<Stacks>::type;
 
+/// The law that a stack behaves as the bare store: for each seed, a history
+/// run on a fresh stack and on a model leaves them equal.
+///
+/// @param run    run(stack, model, seed) applies a history to both
+/// @param check  check(stack, model) asserts they agree
+template <class Fixture, class Model, class Run, class Check>
+void check_model_law(std::uint64_t first_seed, std::uint64_t last_seed, Run run, Check check) {
+    for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
+        env e;
+        auto s = Fixture::make(e);
+        Model m;
+        run(s, m, seed);
+        check(s, m);
+    }
+}
+
 /// The restore law for one stack: the state a history leaves equals what a
 /// fresh stack restores from the changelog the history wrote (a file log is
 /// reopened from disk first), and from that changelog compacted.

@@ -82,29 +82,25 @@ void run_history(S& s, model& m, std::uint64_t seed, int steps) {
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("table law: a decorated table behaves as the bare one", "[laws][table]", table_stacks) {
-    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-        env e;
-        auto s = TestType::make(e);
-        model m;
-        run_history(s, m, seed, 300);
-        REQUIRE(contents(s) == m);
-    }
+    check_model_law<TestType, model>(
+        1, 10, [](auto& s, model& m, std::uint64_t seed) { run_history(s, m, seed, 300); },
+        [](const auto& s, const model& m) { REQUIRE(contents(s) == m); });
 }
 
 TEMPLATE_LIST_TEST_CASE("table law: restore of the changelog of a history gives its state", "[laws][table][restore]",
                         with_changelog_t<table_stacks>) {
-        for (std::uint64_t seed = 50; seed <= 60; ++seed)
-            check_restore_law<TestType, model>([&](auto& s, model& m) { run_history(s, m, seed, 400); },
-                                               [](const auto& s, const model& m) {
-                                                   REQUIRE(contents(s) == m);
-                                                   // The secondary index is rebuilt too.
-                                                   for (const char* d : departments) {
-                                                       std::int64_t payroll = 0;
-                                                       for (const auto& [k, row] : m)
-                                                           if (row.department == d) payroll += row.salary;
-                                                       REQUIRE(strata::innermost(s).payroll(d) == payroll);
-                                                   }
-                                               });
+    for (std::uint64_t seed = 50; seed <= 60; ++seed)
+        check_restore_law<TestType, model>([&](auto& s, model& m) { run_history(s, m, seed, 400); },
+                                           [](const auto& s, const model& m) {
+                                               REQUIRE(contents(s) == m);
+                                               // The secondary index is rebuilt too.
+                                               for (const char* d : departments) {
+                                                   std::int64_t payroll = 0;
+                                                   for (const auto& [k, row] : m)
+                                                       if (row.department == d) payroll += row.salary;
+                                                   REQUIRE(strata::innermost(s).payroll(d) == payroll);
+                                               }
+                                           });
 }
 
 TEST_CASE("a multi-row update writes one record per touched row, with that row's current state", "[table]") {
