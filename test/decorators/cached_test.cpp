@@ -52,6 +52,36 @@ TEST_CASE("N updates to one key between two flushes give one record", "[cached]"
     REQUIRE(log.records().size() == 4);
 }
 
+TEST_CASE("a cache that does not answer reads keeps only the units changed since the last flush", "[cached]") {
+    strata::memory_log log;
+    auto written = store_t("s") | strata::logged(log) | strata::cached();  // in memory: reads not cached
+    auto remembering = store_t("s") | strata::logged(log) | strata::cached({.reads = strata::read_caching::on});
+    for (std::int64_t k = 0; k < 50; ++k) {
+        written.put(k, "v");
+        remembering.put(k, "v");
+    }
+    REQUIRE(written.stats().entries == 50);
+    written.flush();
+    remembering.flush();
+    REQUIRE(written.stats().entries == 0);  // each entry went once its record was written
+    REQUIRE(written.stats().bytes == 0);
+    REQUIRE(written.stats().evictions == 0);  // dropping after a flush is not an eviction
+    REQUIRE(remembering.stats().entries == 50);  // these answer reads
+    REQUIRE(log.records().size() == 100);
+
+    written.put(3, "w");
+    written.put(3, "x");
+    REQUIRE(written.stats().entries == 1);
+    written.flush();
+    REQUIRE(log.records().size() == 101);
+    REQUIRE(value_of(log.records().back()) == "x");
+    REQUIRE(written.get(3) == std::optional<std::string>("x"));  // from the store beneath
+
+    auto no_log = counting_store("s") | strata::cached();  // neither coalesces nor answers reads
+    no_log.put(1, "one");
+    REQUIRE(no_log.stats().entries == 0);
+}
+
 TEST_CASE("the cache answers repeated reads and counts hits and misses", "[cached]") {
     auto s = counting_store("s") | strata::cached({.reads = strata::read_caching::on});
     s.put(1, "one");

@@ -59,6 +59,11 @@ struct ordered_cached_only {
 struct ordered_metered_only {
     static auto make(env& e) { return ordered("s") | strata::metered(e.registry); }
 };
+// Reads not cached (the default over an in-memory store): the cache only
+// coalesces, drops entries once flushed, and evicts dirty ones past the bound.
+struct hashed_logged_write_cache_tiny {
+    static auto make(env& e) { return hashed("s") | strata::logged(e.log) | strata::cached({.max_bytes = 600}); }
+};
 struct ordered_logged_cached {
     static auto make(env& e) { return ordered("s") | strata::logged(e.log) | strata::cached(tiny_cache()); }
 };
@@ -87,7 +92,7 @@ struct hashed_decorate_scrambled {
 };
 
 using kv_stacks = std::tuple<ordered_bare, hashed_bare, ordered_logged, hashed_logged_direct, ordered_cached_only,
-                             ordered_metered_only, ordered_logged_cached, hashed_full_stack,
+                             ordered_metered_only, ordered_logged_cached, hashed_logged_write_cache_tiny, hashed_full_stack,
                              ordered_full_stack_tiny_cache_file_log, ordered_policy, hashed_decorate_scrambled>;
 
 // ---- the relational table: its updates only reach it through logged

@@ -169,6 +169,7 @@ public:
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
         if constexpr (logs) inner_.put_unlogged(k, v);
         else inner_.put(k, v);
+        if (!keeps_entries()) return;
         entry& e = upsert(k);
         set_value(e, v);
         if constexpr (logs) mark_dirty(e);
@@ -180,6 +181,7 @@ public:
         bool existed;
         if constexpr (logs) existed = inner_.erase_unlogged(k);
         else existed = inner_.erase(k);
+        if (!keeps_entries()) return existed;
         entry& e = upsert(k);
         set_value(e, std::nullopt);
         if constexpr (logs) mark_dirty(e);
@@ -199,13 +201,16 @@ public:
 
     // ---- commit and restore
     /// @brief Writes the record of every dirty unit, oldest first, then
-    /// flushes the layers beneath.
+    /// flushes the layers beneath. When reads are not cached, a written entry
+    /// has no further use and is dropped: between two flushes the cache holds
+    /// only the units changed since the last one.
     auto flush() {
         if constexpr (logs) {
             while (entry* e = dirty_.back()) {
                 write_record(*e);
                 clear_dirty(*e);
                 ++stats_.flushed_records;
+                if (!caches_reads_) drop(*e);
             }
         }
         if constexpr (detail::has_flush<Inner>) return inner_.flush();
@@ -225,6 +230,8 @@ public:
         s.entries = entries_.size();
         return s;
     }
+    /// @brief stats().hits without copying the rest of the stats.
+    [[nodiscard]] std::uint64_t hits() const noexcept { return stats_.hits; }
     [[nodiscard]] std::size_t dirty_count() const noexcept { return dirty_.size; }
     [[nodiscard]] const cache_options& options() const noexcept { return opts_; }
     /// @brief Whether get() is answered from the cache (see read_caching).
@@ -360,12 +367,22 @@ private:
                 clear_dirty(*victim);
                 ++stats_.dirty_evictions;
             }
-            lru_.unlink(victim);
-            stats_.bytes -= victim->bytes;
             ++stats_.evictions;
-            entries_.erase(*victim->key);
+            drop(*victim);
         }
     }
+
+    void drop(entry& e) const {
+        lru_.unlink(&e);
+        stats_.bytes -= e.bytes;
+        entries_.erase(*e.key);
+    }
+
+    /// Whether an entry is of any use once written: it is when reads are
+    /// answered from it; a dirty entry is kept until its record is written.
+    /// Without a changelog beneath and without read caching there is nothing
+    /// to remember at all.
+    [[nodiscard]] bool keeps_entries() const noexcept { return logs || caches_reads_; }
 
     void clear_cache() {
         entries_.clear();

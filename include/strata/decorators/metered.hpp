@@ -71,12 +71,12 @@ public:
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
         return observed(m_.get, [&] {
             if constexpr (has_cache) {
+                if (!cache().caches_reads()) return inner_.get(k);
                 // A miss may evict a dirty entry, which writes its record: observed counts it.
-                const auto before = cache().stats();
+                const std::uint64_t hits_before = cache().hits();
                 auto v = inner_.get(k);
-                const auto after = cache().stats();
-                if (after.hits != before.hits) m_.hits->inc();
-                else if (after.misses != before.misses) m_.misses->inc();  // else: reads are not cached
+                if (cache().hits() != hits_before) m_.hits->inc();
+                else m_.misses->inc();
                 return v;
             } else {
                 return inner_.get(k);
