@@ -107,3 +107,25 @@ TEST_CASE("kafka_changelog: a missing topic or partition is refused at construct
     const std::string topic = kafka_test::make_topic("one-partition");
     REQUIRE_THROWS_WITH(kafka_changelog(kafka_test::log_options(topic, 3)), Catch::Contains("no partition 3"));
 }
+
+TEST_CASE("kafka_changelog: replays reuse the changelog's consumer, and may overlap", "[kafka][changelog]") {
+    const std::string topic = kafka_test::make_topic("replays");
+    kafka_changelog log(kafka_test::log_options(topic));
+    for (int i = 0; i < 10; ++i) log.append(make("k" + std::to_string(i), "v").view());
+    REQUIRE(log.flush() == 10);
+    {
+        auto first = log.replay(0);  // holds the changelog's consumer
+        auto it = first.begin();
+        REQUIRE((*it).offset == 0);
+        REQUIRE(replay_all(log, 4).size() == 6);  // meanwhile: a consumer of its own
+        REQUIRE(log.end_offset() == 10);          // offset queries still work
+        std::size_t n = 0;
+        for (; it != first.end(); ++it) REQUIRE((*it).offset == n++);
+        REQUIRE(n == 10);
+    }
+    // Released: the changelog's consumer replays again, from anywhere.
+    REQUIRE(replay_all(log).size() == 10);
+    REQUIRE(replay_all(log, 7).size() == 3);
+    kafka_changelog moved(std::move(log));
+    REQUIRE(replay_all(moved, 9).size() == 1);
+}

@@ -84,8 +84,10 @@ inline client make_consumer(const kafka_changelog_options& o) {
 ///   lost update, so nothing from this changelog object is reported durable
 ///   again. Recover by rebuilding the store from a new changelog object.
 /// - `end_offset` asks the broker (the last stable offset when read_committed).
-/// - `replay(from)` reads with a fresh consumer up to the end offset taken
-///   when it begins.
+/// - `replay(from)` reads up to the end offset taken when it begins, with the
+///   consumer the changelog connected at construction, so a restore does not
+///   pay for a new connection (a replay made while another is open connects
+///   a consumer of its own).
 ///
 /// Movable, not copyable; one thread at a time.
 class kafka_changelog {
@@ -104,7 +106,7 @@ public:
     /// options' producer settings are not used.
     kafka_changelog(kafka_changelog_options o, std::shared_ptr<producer> p)
         : opts_(std::move(o)), producer_(std::move(p)), tracker_(&producer_->new_tracker()),
-          consumer_(detail::make_consumer(opts_)) {
+          reader_(std::make_unique<reader>(detail::make_consumer(opts_))) {
         if (opts_.partition < 0) throw usage_error("strata::kafka_changelog: negative partition");
         const std::int32_t count =
             probe_topic(producer_->get(), opts_.bootstrap_servers, opts_.topic, opts_.connect_timeout);
@@ -144,7 +146,8 @@ public:
     /// end it). Records appended but not yet acknowledged are not counted.
     /// @throws changelog_error the broker did not answer within request_timeout
     [[nodiscard]] offset_t end_offset() const {
-        const std::int64_t hi = query_end_offset(consumer_.get(), opts_.topic, opts_.partition, opts_.request_timeout);
+        const std::int64_t hi =
+            query_end_offset(reader_->consumer.get(), opts_.topic, opts_.partition, opts_.request_timeout);
         return hi < 0 ? 0 : static_cast<offset_t>(hi);
     }
 
@@ -174,7 +177,15 @@ private:
     kafka_changelog_options opts_;
     std::shared_ptr<producer> producer_;
     delivery_tracker* tracker_;
-    client consumer_;  // offset queries with the configured isolation level
+    /// The consumer of offset queries and replays, with the configured
+    /// isolation level. On the heap: a replay points to it, and the changelog
+    /// may move.
+    struct reader {
+        explicit reader(client c) : consumer(std::move(c)) {}
+        client consumer;
+        bool replay_open = false;
+    };
+    std::unique_ptr<reader> reader_;
     unique_topic topic_;
     offset_t durable_end_ = 0;
     std::uint64_t appended_ = 0;
@@ -210,8 +221,8 @@ public:
         replay_range* r_ = nullptr;
     };
 
-    replay_range(const kafka_changelog_options& o, offset_t from)
-        : consumer_(detail::make_consumer(o)), partition_(o.partition), idle_timeout_(o.request_timeout),
+    replay_range(const kafka_changelog_options& o, reader& r, offset_t from)
+        : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]") {
         const std::int64_t hi = query_end_offset(consumer_.get(), o.topic, o.partition, o.request_timeout);
         end_ = hi < 0 ? 0 : static_cast<offset_t>(hi);
@@ -269,10 +280,21 @@ private:
         for (;;) {
             if (next_ == count_) {
                 next_ = count_ = 0;
-                const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 200, batch_.data(), batch_.size());
+                // Take whatever is fetched already; only when nothing is, wait
+                // for the next message (a batch call with a timeout would wait
+                // to fill the whole batch).
+                const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 0, batch_.data(), batch_.size());
                 if (n < 0) throw kafka_error("read " + where_, rd_kafka_last_error());
                 count_ = static_cast<std::size_t>(n);
                 if (count_ == 0) {
+                    if (rd_kafka_message_t* m = rd_kafka_consume(topic_.get(), partition_, 200)) {
+                        batch_[0] = m;
+                        count_ = 1;
+                        idle_since = std::chrono::steady_clock::now();
+                        continue;
+                    }
+                    if (const auto err = rd_kafka_last_error(); err != RD_KAFKA_RESP_ERR__TIMED_OUT)
+                        throw kafka_error("read " + where_, err);
                     if (std::chrono::steady_clock::now() - idle_since > idle_timeout_)
                         throw kafka_error("replay " + where_ + ": nothing received for " +
                                               std::to_string(idle_timeout_.count()) + " ms before offset " +
@@ -309,7 +331,31 @@ private:
         }
     }
 
-    client consumer_;
+    /// The changelog's consumer when no other replay holds it (it is
+    /// connected already), else a new one of the replay's own.
+    class consumer_lease {
+    public:
+        consumer_lease(reader& r, const kafka_changelog_options& o) {
+            if (!r.replay_open) {
+                r.replay_open = true;
+                shared_ = &r;
+            } else {
+                own_.emplace(detail::make_consumer(o));
+            }
+        }
+        consumer_lease(const consumer_lease&) = delete;
+        consumer_lease& operator=(const consumer_lease&) = delete;
+        ~consumer_lease() {
+            if (shared_ != nullptr) shared_->replay_open = false;
+        }
+        [[nodiscard]] rd_kafka_t* get() const noexcept { return shared_ ? shared_->consumer.get() : own_->get(); }
+
+    private:
+        reader* shared_ = nullptr;  // the changelog's, which outlives the replay
+        std::optional<client> own_;
+    };
+
+    consumer_lease consumer_;  // before topic_: the topic handle goes first
     unique_topic topic_;
     std::int32_t partition_;
     std::chrono::milliseconds idle_timeout_;
@@ -326,7 +372,8 @@ private:
 };
 
 inline kafka_changelog::replay_range kafka_changelog::replay(offset_t from) const {
-    return replay_range(opts_, from);  // guaranteed copy elision: never moved
+    if (!reader_) throw usage_error("strata::kafka_changelog: replay of a moved-from changelog");
+    return replay_range(opts_, *reader_, from);  // guaranteed copy elision: never moved
 }
 
 static_assert(changelog<kafka_changelog>);
