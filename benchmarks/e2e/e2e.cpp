@@ -530,20 +530,9 @@ void cmd_produce_ceiling(const args& a) {
 void cmd_consume_ceiling(const args& a) {
     const std::string bootstrap = a.need("bootstrap");
     const std::string topic = a.need("topic");
-    // The fetch settings of strata's kafka_changelog consumer (changelog.hpp).
-    const strata::kafka::settings s = {
-        {"group.id", "e2e-ceiling-" + std::to_string(::getpid())},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"enable.partition.eof", "true"},
-        {"auto.offset.reset", "earliest"},
-        {"fetch.max.bytes", "67108864"},
-        {"max.partition.fetch.bytes", "33554432"},
-        {"receive.message.max.bytes", "100000000"},
-        {"queued.max.messages.kbytes", "262144"},
-        {"fetch.wait.max.ms", "100"},
-        {"isolation.level", "read_committed"},
-    };
+    // The settings of strata's kafka_changelog consumer, read_committed as its default.
+    strata::kafka::settings s = strata::kafka::replay_consumer_settings(true);
+    s["group.id"] = "e2e-ceiling-" + std::to_string(::getpid());
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, make_conf(bootstrap, s), err, sizeof err);
     if (rk == nullptr) throw std::runtime_error(std::string("consumer: ") + err);
