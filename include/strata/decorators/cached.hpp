@@ -210,8 +210,10 @@ public:
                 write_record(*e);
                 clear_dirty(*e);
                 ++stats_.flushed_records;
-                if (!caches_reads_) drop(*e);
             }
+            // Entries that do not answer reads were all dirty, and are all
+            // written now: drop them at once, without a lookup per key.
+            if (!caches_reads_) clear_cache();
         }
         if constexpr (detail::has_flush<Inner>) return inner_.flush();
     }
