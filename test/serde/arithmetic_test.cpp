@@ -137,6 +137,23 @@ TEST_CASE("std::byte is itself", "[serde][arithmetic]") {
     check_round_trip(std::byte{0xff});
 }
 
+namespace {
+enum class side : std::int32_t { buy = 1, sell = -1 };
+enum legacy_flag : std::uint8_t { off = 0, on = 0xff };
+}  // namespace
+
+TEST_CASE("an enumeration is its underlying integer", "[serde][arithmetic]") {
+    CHECK(encode(side::buy) == encode(std::int32_t{1}));
+    CHECK(encode(side::sell) == bytes({0xff, 0xff, 0xff, 0xff}));
+    CHECK(encode(on) == bytes({0xff}));
+    check_round_trip(side::sell);
+    check_round_trip(legacy_flag::off);
+    check_round_trip(static_cast<side>(42));  // not an enumerator, still a value of the type
+    CHECK(decode<side>(bytes({0, 0, 0, 1})) == side::buy);
+    check_every_truncation_throws<side>(encode(side::sell));
+    CHECK(strata::serde<side>::min_size == 4);
+}
+
 TEST_CASE("a short integer input names the type and offset", "[serde][arithmetic]") {
     const std::string msg = decode_error<std::int64_t>(bytes({1, 2, 3}));
     CHECK_THAT(msg, Catch::Contains("std::int64_t") && Catch::Contains("byte offset 0") &&

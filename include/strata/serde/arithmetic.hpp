@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// @brief Serdes for integers, `bool`, `float`, `double` and `std::byte`.
+/// @brief Serdes for integers, `bool`, `float`, `double`, `std::byte` and
+/// enumerations.
 ///
 /// Fixed width, big-endian, byte for byte what Kafka's Java serdes write
 /// (ShortSerializer, IntegerSerializer, LongSerializer, FloatSerializer,
@@ -13,6 +14,7 @@
 /// | `bool`               | 1     | 0x00 or 0x01; any other byte is an error  |
 /// | `float`, `double`    | 4, 8  | IEEE-754 bits, most significant first     |
 /// | `std::byte`          | 1     | as is                                     |
+/// | enumerations         | 1..8  | the underlying integer's encoding         |
 ///
 /// Floating point values keep their exact bits, NaN payloads included. Java's
 /// DoubleSerializer folds every NaN into 0x7ff8000000000000 before writing;
@@ -68,6 +70,9 @@ template <std::unsigned_integral U>
 
 template <class T>
 concept serde_integer = std::integral<T> && !std::same_as<T, bool> && std::is_same_v<T, std::remove_cv_t<T>>;
+
+template <class T>
+concept serde_enum = std::is_enum_v<T> && !std::same_as<T, std::byte> && std::is_same_v<T, std::remove_cv_t<T>>;
 
 template <class T>
 concept serde_floating = std::same_as<T, float> || std::same_as<T, double>;
@@ -139,6 +144,24 @@ struct serde<std::byte> {
 
     static void write(const std::byte& v, byte_buffer& out) { out.push_back(v); }
     [[nodiscard]] static std::byte read(byte_reader& in) { return in.take(1)[0]; }
+};
+
+/// @brief Enumerations, scoped or not: the underlying integer, so
+/// `enum class side : std::int32_t` writes what Kafka's IntegerSerializer
+/// writes for the same number. Every value of the underlying type reads back,
+/// named or not (C++ lets an enumeration hold any of them). Renumbering an
+/// enumerator changes what old changelog records mean: give enumerators
+/// explicit values and never reuse one.
+template <class T>
+    requires detail::serdes::serde_enum<T>
+struct serde<T> {
+    using underlying_type = std::underlying_type_t<T>;
+    static constexpr std::size_t min_size = sizeof(underlying_type);
+
+    static void write(const T& v, byte_buffer& out) {
+        serde<underlying_type>::write(static_cast<underlying_type>(v), out);
+    }
+    [[nodiscard]] static T read(byte_reader& in) { return static_cast<T>(serde<underlying_type>::read(in)); }
 };
 
 }  // namespace strata
