@@ -31,6 +31,7 @@ TEST_CASE("every operation is counted by store and operation", "[metered]") {
     REQUIRE(s.erase(2));
     s.apply(strata::put_op<std::int64_t, std::string>{4, "d"});
     REQUIRE(ranges::distance(s.range(1, 3)) == 2);
+    REQUIRE(ranges::distance(s.all()) == 3);
 
     const std::string text = strata::metrics::to_prometheus(reg);
     CHECK(has_line(text, R"(strata_store_operations_total{op="put",store="orders"} 3)"));
@@ -38,6 +39,7 @@ TEST_CASE("every operation is counted by store and operation", "[metered]") {
     CHECK(has_line(text, R"(strata_store_operations_total{op="erase",store="orders"} 1)"));
     CHECK(has_line(text, R"(strata_store_operations_total{op="apply",store="orders"} 1)"));
     CHECK(has_line(text, R"(strata_store_operations_total{op="range",store="orders"} 1)"));
+    CHECK(has_line(text, R"(strata_store_operations_total{op="all",store="orders"} 1)"));
     CHECK(has_line(text, "# TYPE strata_store_operation_seconds histogram"));
 }
 

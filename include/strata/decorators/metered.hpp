@@ -29,17 +29,17 @@ namespace strata {
 ///
 /// The registry must outlive the store. Metric names:
 /// - strata_store_operations_total{store,op}: every operation; op is apply,
-///   get, put, erase, range, flush or restore
+///   get, put, erase, range, all, flush or restore
 /// - strata_store_operation_seconds{store,op}: latency histogram of the timed
 ///   operations: one in `metered_options::time_one_in` of apply, get, put,
-///   erase and range; every flush and restore
+///   erase, range and all; every flush and restore
 /// - strata_changelog_records_total{store}: records the logged layer wrote
 /// - strata_cache_hits_total, strata_cache_misses_total{store}; strata_cache_hit_ratio{store}
 /// - strata_restore_records_total{store}: records the running or last restore reads, at most
 /// - strata_restore_records_restored{store}; strata_restore_records_per_second{store}
 /// @brief Options of the metered layer.
 struct metered_options {
-    /// Time one point operation (apply, get, put, erase, range) in this many;
+    /// Time one point operation (apply, get, put, erase, range, all) in this many;
     /// count every one. Reading the clock around an operation costs far more
     /// than the clock itself: it stops the processor from overlapping the
     /// memory accesses of consecutive operations (a get over an in-memory
@@ -103,7 +103,7 @@ public:
     template <class S = Inner>
         requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
     [[nodiscard]] auto all() const {
-        return observed(m_.range, [&] { return inner_.all(); });
+        return observed(m_.all, [&] { return inner_.all(); });
     }
 
     auto flush() {
@@ -156,6 +156,7 @@ private:
             put = op("put", time_one_in);
             erase = op("erase", time_one_in);
             range = op("range", time_one_in);
+            all = op("all", time_one_in);
             flush = op("flush", 1);  // rare and slow: every one is timed
             restore = op("restore", 1);
             records = &reg.counter_for("strata_changelog_records_total",
@@ -176,7 +177,7 @@ private:
                                           "Records per second of the running or last restore", {{"store", store}});
         }
         metrics::registry* registry;
-        op_meter apply, get, put, erase, range, flush, restore;
+        op_meter apply, get, put, erase, range, all, flush, restore;
         metrics::counter *records, *hits, *misses;
         metrics::gauge *restore_total, *restore_done, *restore_rate;
     };
