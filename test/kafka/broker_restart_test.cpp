@@ -19,11 +19,9 @@ using strata::kafka::kafka_changelog;
 namespace {
 
 std::string broker_script() {
-    const char* s = std::getenv("STRATA_KAFKA_BROKER_SCRIPT");
-    if (s == nullptr || *s == '\0')
-        FAIL("STRATA_KAFKA_BROKER_SCRIPT is not set: export it as <repo>/scripts/kafka-broker.sh "
-             "(the project's test command does) so this test can kill and restart the broker");
-    return s;
+    return kafka_test::required_env("STRATA_KAFKA_BROKER_SCRIPT",
+                                    "export it as <repo>/scripts/kafka-broker.sh (the project's test command "
+                                    "does) so this test can kill and restart the broker");
 }
 
 int run(const std::string& script, const std::string& args) {

@@ -30,11 +30,9 @@ using store_t = strata::hash_map_store<std::string, std::int64_t>;
 using contents_t = std::map<std::string, std::int64_t>;  // std::string's < orders like UTF-8 bytes
 
 std::string peer_script() {
-    const char* p = std::getenv("STRATA_PEER_KAFKA_STREAMS");
-    if (p == nullptr || *p == '\0')
-        FAIL("STRATA_PEER_KAFKA_STREAMS is not set: run the project's test command, which builds the Kafka "
-             "Streams peer and exports its script path");
-    return p;
+    return kafka_test::required_env("STRATA_PEER_KAFKA_STREAMS",
+                                    "run the project's test command, which builds the Kafka Streams peer and "
+                                    "exports its script path");
 }
 
 void run_peer(const std::string& args) {

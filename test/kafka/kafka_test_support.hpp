@@ -18,13 +18,19 @@
 
 namespace kafka_test {
 
+/// The value of an environment variable the test command exports; fails the
+/// test with `how` (how to set it) when it is missing or empty.
+inline std::string required_env(const char* name, const char* how) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') FAIL(name << " is not set: " << how);
+    return v;
+}
+
 /// The broker the test command started, from STRATA_KAFKA_BOOTSTRAP.
 inline std::string bootstrap() {
-    const char* b = std::getenv("STRATA_KAFKA_BOOTSTRAP");
-    if (b == nullptr || *b == '\0')
-        FAIL("STRATA_KAFKA_BOOTSTRAP is not set: start a broker with `scripts/kafka-broker.sh start` and "
-             "`eval \"$(scripts/kafka-broker.sh env)\"`, or run the project's test command, which does both");
-    return b;
+    return required_env("STRATA_KAFKA_BOOTSTRAP",
+                        "start a broker with `scripts/kafka-broker.sh start` and "
+                        "`eval \"$(scripts/kafka-broker.sh env)\"`, or run the project's test command, which does both");
 }
 
 /// A topic name no other test run used: test name, pid, time, counter.
