@@ -1,16 +1,26 @@
 #pragma once
 // What the microbenchmarks share: key streams drawn before timing (uniform or
-// Zipf), and a changelog that costs only the copy of each record.
+// Zipf), a changelog that costs only the copy of each record, and for the
+// benchmarks that touch the disk a scratch directory, a timer and a way to
+// make the next read of a file come from the disk.
 
 #include <strata/core/bytes.hpp>
 #include <strata/core/concepts.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace bench {
 
@@ -74,5 +84,37 @@ struct discarding_log {
     std::vector<strata::record_view> replay(strata::offset_t) const { return {}; }
 };
 static_assert(strata::changelog<discarding_log>);
+
+// ---- files
+
+using clock_type = std::chrono::steady_clock;
+
+/// Throws naming `what` unless `ok`: a benchmark that cannot do its I/O must
+/// not report a figure.
+inline void check(bool ok, const char* what) {
+    if (!ok) throw std::runtime_error(std::string(what) + " failed");
+}
+
+/// The scratch directory: $STRATA_BENCH_DIR (scripts/bench.sh sets it),
+/// else ./bench-tmp; created if missing.
+inline std::filesystem::path bench_dir() {
+    const char* env = std::getenv("STRATA_BENCH_DIR");
+    std::filesystem::path p = env && *env ? std::filesystem::path(env) : std::filesystem::path("bench-tmp");
+    std::filesystem::create_directories(p);
+    return std::filesystem::absolute(p);
+}
+
+inline double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// Makes the next read of the file `p` come from the disk, not the page cache.
+inline void drop_page_cache(const std::filesystem::path& p) {
+    const int fd = ::open(p.c_str(), O_RDONLY);
+    check(fd >= 0, "open");
+    check(::fdatasync(fd) == 0, "fdatasync");
+    check(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "posix_fadvise");
+    ::close(fd);
+}
 
 }  // namespace bench

@@ -24,11 +24,12 @@
 #include <strata/changelog/file_log.hpp>
 #include <strata/serde/encode.hpp>
 
+#include "bench_support.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -41,28 +42,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using u64 = std::uint64_t;
-using clock_type = std::chrono::steady_clock;
+using bench::bench_dir;
+using bench::check;
+using bench::clock_type;
+using bench::seconds_since;
 
 constexpr u64 records = 1'000'000;
 constexpr u64 flush_every = 10'000;
 constexpr std::size_t value_bytes = 100;
 constexpr std::size_t key_bytes = 8;
 constexpr std::size_t io_chunk = 8u << 20;
-
-fs::path bench_dir() {
-    const char* env = std::getenv("STRATA_BENCH_DIR");
-    fs::path p = env && *env ? fs::path(env) : fs::path("bench-tmp");
-    fs::create_directories(p);
-    return fs::absolute(p);
-}
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-void check(bool ok, const char* what) {
-    if (!ok) throw std::runtime_error(std::string(what) + " failed");
-}
 
 /// Writes the benchmark's changelog into `dir` (emptied first).
 /// @returns the bytes on disk
@@ -81,15 +70,6 @@ u64 write_log(const fs::path& dir) {
     u64 bytes = 0;
     for (const auto& p : log.segment_paths()) bytes += fs::file_size(p);
     return bytes;
-}
-
-/// Makes the next read of `p` come from the disk, not the page cache.
-void drop_cache(const fs::path& p) {
-    const int fd = ::open(p.c_str(), O_RDONLY);
-    check(fd >= 0, "open");
-    check(::fdatasync(fd) == 0, "fdatasync");
-    check(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "posix_fadvise");
-    ::close(fd);
 }
 
 void report(benchmark::State& state, u64 bytes) {
@@ -126,7 +106,7 @@ void bench_replay(benchmark::State& state, bool cold) {
             segs = probe.segment_paths();
         }
         if (cold)
-            for (const auto& p : segs) drop_cache(p);
+            for (const auto& p : segs) bench::drop_page_cache(p);
         // Opening reads and checks every frame, so the replay after it reads
         // from the page cache: the time that compares with one read of the
         // file from the disk is open + replay.
@@ -197,7 +177,7 @@ void bench_disk_read(benchmark::State& state, bool cold) {
     }
     std::vector<char> buf(io_chunk);
     for (auto _ : state) {
-        if (cold) drop_cache(file);
+        if (cold) bench::drop_page_cache(file);
         const auto t0 = clock_type::now();
         const int fd = ::open(file.c_str(), O_RDONLY);
         check(fd >= 0, "open");

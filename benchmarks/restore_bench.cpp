@@ -22,36 +22,25 @@
 #include <strata/stores/hash_map_store.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
+#include "bench_support.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 namespace {
 
 namespace fs = std::filesystem;
 using u64 = std::uint64_t;
-using clock_type = std::chrono::steady_clock;
-
-fs::path bench_dir() {
-    const char* env = std::getenv("STRATA_BENCH_DIR");
-    fs::path p = env && *env ? fs::path(env) : fs::path("bench-tmp");
-    fs::create_directories(p);
-    return fs::absolute(p);
-}
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
+using bench::bench_dir;
+using bench::clock_type;
+using bench::seconds_since;
 
 template <class V>
 constexpr int value_size() {
@@ -83,14 +72,8 @@ fs::path changelog_dir(u64 n) {
 }
 
 void drop_cache(const fs::path& dir) {
-    for (const auto& e : fs::directory_iterator(dir)) {
-        if (!e.is_regular_file()) continue;
-        const int fd = ::open(e.path().c_str(), O_RDONLY);
-        if (fd < 0) throw std::runtime_error("open " + e.path().string());
-        ::fdatasync(fd);
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        ::close(fd);
-    }
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_regular_file()) bench::drop_page_cache(e.path());
 }
 
 u64 dir_bytes(const fs::path& dir) {
