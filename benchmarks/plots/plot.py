@@ -54,6 +54,13 @@ def fmt(x, digits=3):
     return f"{x:.{digits}g}"
 
 
+def save(fig, path):
+    """Writes a figure as PNG (same size and resolution for every plot) and frees it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "–"
 
@@ -156,9 +163,7 @@ def store_ops_plots(rows, out):
                 ax.set_ylabel("M operations/s (median)")
                 ax.grid(True, which="both", alpha=0.3)
         axes[0][0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "store_ops_vs_keys.png", dpi=110)
-        plt.close(fig)
+        save(fig, out / "store_ops_vs_keys.png")
     # Throughput against value size, at the smallest key count.
     keys = key_counts[0] if key_counts else None
     fig, axes = plt.subplots(2, 2, figsize=(13, 8))
@@ -181,9 +186,7 @@ def store_ops_plots(rows, out):
             ax.set_title(f"{op}, {keys:,} keys, {dist} keys")
             ax.grid(True, axis="y", which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "store_ops_vs_value_size.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "store_ops_vs_value_size.png")
 
 
 # ---- serde and codec
@@ -242,9 +245,7 @@ def cache_plots(rows, out):
         ax.set_ylabel("changelog records per update")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "cache_coalescing.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "cache_coalescing.png")
 
 
 # ---- file log and disk
@@ -288,9 +289,7 @@ def file_log_plots(groups, out):
     ax.set_ylabel("MB/s (bytes on disk, median)")
     ax.set_title("file_log (blue) against the same filesystem (gray); 1M records of 100 B")
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "file_log_vs_disk.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "file_log_vs_disk.png")
 
 
 # ---- restore
@@ -331,9 +330,7 @@ def restore_plots(rows, out):
     ax.set_title("Restore from file_log through logged(), page cache dropped first")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "restore_time.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "restore_time.png")
 
 
 def main():
