@@ -45,6 +45,10 @@ struct metered_options {
     /// memory accesses of consecutive operations (a get over an in-memory
     /// hash map measured 5x slower timed than untimed). 1 times every one.
     std::uint32_t time_one_in = 16;
+    /// Labels added to every series of the store, beside `store`: e.g. the
+    /// task or partition, when several instances of one store (same name,
+    /// one per partition) report to one registry.
+    metrics::labels labels = {};
 };
 
 template <class Inner>
@@ -56,7 +60,7 @@ public:
     static constexpr layer_kind kind = layer_kind::metered;
 
     metered_store(Inner inner, metrics::registry& reg, metered_options opts = {})
-        : inner_(std::move(inner)), m_(reg, std::string(inner_.name()), opts.time_one_in) {
+        : inner_(std::move(inner)), m_(reg, std::string(inner_.name()), opts.labels, opts.time_one_in) {
         if (opts.time_one_in == 0)
             throw usage_error("strata::metered: time_one_in must be at least 1 (1 times every operation)");
     }
@@ -140,10 +144,14 @@ private:
 
     /// The store's metrics, looked up once: the hot path touches only these.
     struct instruments {
-        instruments(metrics::registry& reg, const std::string& store, std::uint32_t time_one_in)
+        instruments(metrics::registry& reg, const std::string& store, const metrics::labels& extra,
+                    std::uint32_t time_one_in)
             : registry(&reg) {
+            metrics::labels of_store{{"store", store}};
+            of_store.insert(of_store.end(), extra.begin(), extra.end());
             const auto op = [&](const char* name, std::uint32_t one_in) {
-                metrics::labels labels{{"store", store}, {"op", name}};
+                metrics::labels labels = of_store;
+                labels.emplace_back("op", name);
                 return op_meter{&reg.counter_for("strata_store_operations_total",
                                                  "Store operations, by store and operation", labels),
                                 &reg.histogram_for("strata_store_operation_seconds",
@@ -160,21 +168,21 @@ private:
             flush = op("flush", 1);  // rare and slow: every one is timed
             restore = op("restore", 1);
             records = &reg.counter_for("strata_changelog_records_total",
-                                       "Changelog records written by the store", {{"store", store}});
-            hits = &reg.counter_for("strata_cache_hits_total", "Reads answered by the cache", {{"store", store}});
+                                       "Changelog records written by the store", of_store);
+            hits = &reg.counter_for("strata_cache_hits_total", "Reads answered by the cache", of_store);
             misses = &reg.counter_for("strata_cache_misses_total", "Reads the cache passed to the store beneath",
-                                      {{"store", store}});
-            reg.callback_gauge("strata_cache_hit_ratio", "Cache hits over reads", {{"store", store}},
+                                      of_store);
+            reg.callback_gauge("strata_cache_hit_ratio", "Cache hits over reads", of_store,
                                [h = hits, m = misses] {
                                    const auto reads = h->value() + m->value();
                                    return reads == 0 ? 0.0 : static_cast<double>(h->value()) / static_cast<double>(reads);
                                });
             restore_total = &reg.gauge_for("strata_restore_records_total",
-                                           "Records the running or last restore reads at most", {{"store", store}});
+                                           "Records the running or last restore reads at most", of_store);
             restore_done = &reg.gauge_for("strata_restore_records_restored",
-                                          "Records the running or last restore has applied", {{"store", store}});
+                                          "Records the running or last restore has applied", of_store);
             restore_rate = &reg.gauge_for("strata_restore_records_per_second",
-                                          "Records per second of the running or last restore", {{"store", store}});
+                                          "Records per second of the running or last restore", of_store);
         }
         metrics::registry* registry;
         op_meter apply, get, put, erase, range, all, flush, restore;
@@ -242,8 +250,8 @@ private:
 class metered_closure : public layer_closure<metered_closure> {
 public:
     static constexpr layer_kind kind = layer_kind::metered;
-    explicit metered_closure(metrics::registry& reg, metered_options opts = {}) noexcept
-        : reg_(&reg), opts_(opts) {}
+    explicit metered_closure(metrics::registry& reg, metered_options opts = {})
+        : reg_(&reg), opts_(std::move(opts)) {}
 
     template <class S>
     auto wrap(S&& s) const {
@@ -257,15 +265,15 @@ private:
 };
 
 /// @brief `store | metered(registry[, options])`. The registry must outlive the store.
-inline metered_closure metered(metrics::registry& reg, metered_options opts = {}) noexcept {
-    return metered_closure(reg, opts);
+inline metered_closure metered(metrics::registry& reg, metered_options opts = {}) {
+    return metered_closure(reg, std::move(opts));
 }
 
 /// @brief `metered(store, registry[, options])`: the direct form of `store | metered(registry)`.
 template <class S>
     requires state_store<std::remove_cvref_t<S>>
 auto metered(S&& store, metrics::registry& reg, metered_options opts = {}) {
-    return std::forward<S>(store) | metered(reg, opts);
+    return std::forward<S>(store) | metered(reg, std::move(opts));
 }
 
 }  // namespace strata

@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <librdkafka/rdkafka.h>
 
@@ -72,7 +74,12 @@ public:
 
     /// @brief A tracker for one writer. It lives as long as the producer, so
     /// a delivery report that arrives after its writer is gone is harmless.
-    [[nodiscard]] delivery_tracker& new_tracker() { return trackers_.emplace_back(); }
+    /// Safe to call from any thread (tasks build their changelogs off the
+    /// thread that produces).
+    [[nodiscard]] delivery_tracker& new_tracker() {
+        const std::lock_guard lock(trackers_mutex_);
+        return trackers_.emplace_back();
+    }
 
     /// @brief Enqueues a copy of one record for `partition` of `topic`;
     /// `value` empty means a tombstone (a null value). Waits while
@@ -99,6 +106,42 @@ public:
                                       std::to_string(partition) + "]",
                                   err, fatal_text(err));
             rd_kafka_poll(client_.get(), 10);  // serve delivery reports to make room
+        }
+    }
+
+    /// @brief Like `produce`, with record headers (name, value) attached:
+    /// the coordinates and error of a record sent to a dead-letter topic, say.
+    void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
+                 delivery_tracker& tracker, const std::vector<std::pair<std::string, std::string>>& headers) {
+        for (;;) {
+            rd_kafka_headers_t* h = rd_kafka_headers_new(headers.size());
+            for (const auto& [name, v] : headers)
+                (void)rd_kafka_header_add(h, name.data(), static_cast<ssize_t>(name.size()), v.data(),
+                                          static_cast<ssize_t>(v.size()));
+            // librdkafka's macros cast their arguments unparenthesized: plain variables only.
+            static constexpr char empty = 0;  // an empty value is not a null one
+            void* v = nullptr;
+            if (value)
+                v = value->empty() ? static_cast<void*>(const_cast<char*>(&empty))
+                                   : static_cast<void*>(const_cast<std::byte*>(value->data()));
+            const std::size_t v_len = value ? value->size() : 0;
+            const void* k = key.empty() ? static_cast<const void*>(&empty) : key.data();
+            const std::size_t k_len = key.size();
+            const rd_kafka_resp_err_t err = rd_kafka_producev(
+                client_.get(), RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(k, k_len),
+                RD_KAFKA_V_VALUE(v, v_len), RD_KAFKA_V_HEADERS(h),
+                RD_KAFKA_V_OPAQUE(&tracker), RD_KAFKA_V_END);
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {  // librdkafka owns the headers now
+                ++tracker.in_flight;
+                return;
+            }
+            rd_kafka_headers_destroy(h);
+            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
+                                      std::to_string(partition) + "]",
+                                  err, fatal_text(err));
+            rd_kafka_poll(client_.get(), 10);
         }
     }
 
@@ -162,6 +205,7 @@ private:
     }
 
     std::string bootstrap_;
+    std::mutex trackers_mutex_;
     std::deque<delivery_tracker> trackers_;  // declared before client_: outlives it
     client client_;
     bool transactional_ = false;

@@ -1,0 +1,252 @@
+#pragma once
+/// @file
+/// @brief `strata::runtime::application`: the same program started on any
+/// number of machines, each instance owning some partitions of the input,
+/// each partition with its own stores, rebuilt from their changelogs on
+/// whichever instance the partition moves to.
+///
+///     strata::runtime::application_config c;
+///     c.application_id = "totals";
+///     c.bootstrap_servers = "127.0.0.1:9092";
+///     c.input_topics = {"payments"};
+///     c.state_dir = "/var/lib/totals";
+///     auto app = strata::runtime::make_application<std::string, std::int64_t>(
+///         c,
+///         [](strata::runtime::task_context& t) {            // once per task
+///             return strata::hash_map_store<std::string, std::int64_t>("totals")
+///                  | t.logged() | strata::cached() | t.metered();
+///         },
+///         [](auto& ctx, const auto& r) {                     // once per record
+///             auto& totals = ctx.stores();
+///             const std::int64_t total = totals.get(r.key).value_or(0) + r.value.value_or(0);
+///             totals.put(r.key, total);
+///             ctx.emit("totals", r.key, total);
+///         });
+///     app.run();  // until app.stop()
+
+#include <strata/core/bytes.hpp>
+#include <strata/core/concepts.hpp>
+#include <strata/metrics/histogram.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/runtime/config.hpp>
+#include <strata/runtime/instance.hpp>
+#include <strata/runtime/output.hpp>
+#include <strata/runtime/processor_context.hpp>
+#include <strata/runtime/task.hpp>
+#include <strata/runtime/task_context.hpp>
+#include <strata/serde/encode.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime {
+
+/// @brief An input record as a processor sees it: key and value decoded,
+/// with where it came from.
+template <class K, class V>
+struct record {
+    K key;
+    std::optional<V> value;  ///< nullopt: a tombstone (the record's value is null)
+    std::string_view topic;
+    std::int32_t partition = 0;
+    std::int64_t offset = 0;
+    std::int64_t timestamp = -1;  ///< ms since the epoch, -1 when the record has none
+};
+
+namespace detail {
+
+template <class Stores, class F>
+void for_each_store(Stores& s, F&& f) {
+    if constexpr (is_tuple<Stores>::value) std::apply([&](auto&... each) { (f(each), ...); }, s);
+    else f(s);
+}
+
+template <class Stores>
+inline constexpr bool is_store_or_tuple_of_stores = state_store<Stores>;
+template <class... S>
+inline constexpr bool is_store_or_tuple_of_stores<std::tuple<S...>> = (state_store<S> && ...);
+
+/// The typed part of a task: the user's stores and a copy of the processor.
+template <class K, class V, class Factory, class Processor>
+class typed_task final : public task {
+public:
+    using stores_type = std::invoke_result_t<const Factory&, task_context&>;
+    static_assert(is_store_or_tuple_of_stores<stores_type>,
+                  "strata::runtime: the store factory must return a state store (any stack of decorators over "
+                  "one) or a std::tuple of them");
+
+    typed_task(std::int32_t partition, const Factory& factory, Processor processor, output& out,
+               const application_config& config, metrics::registry& reg)
+        : task(partition), factory_(&factory), processor_(std::move(processor)), out_(&out), config_(&config),
+          ctx_(partition, std::to_string(partition), out) {
+        const metrics::labels l{{"task", id()}};
+        processed_ = &reg.counter_for("strata_task_records_processed_total", "Input records a task processed", l);
+        latency_ = &reg.histogram_for("strata_task_process_seconds",
+                                      "Time a task's processor took per record (one record in 16 is timed)", l);
+        skipped_ = &reg.counter_for("strata_task_records_skipped_total",
+                                    "Input records a task skipped because their key or value did not decode", l);
+        dead_lettered_ = &reg.counter_for("strata_task_records_dead_lettered_total",
+                                          "Input records a task sent to the dead-letter topic", l);
+    }
+
+    void build(task_context& t) override {
+        state_.emplace(std::invoke(*factory_, t));
+        for_each_store(*state_, [&](auto& s) {
+            stores_.push_back(std::make_unique<store_port_of<std::remove_cvref_t<decltype(s)>>>(s));
+        });
+        ctx_.attach(*state_);
+    }
+
+    void start() override {
+        if constexpr (requires(Processor& p, processor_context<stores_type>& c) { p.init(c); }) processor_.init(ctx_);
+    }
+
+    void process(const rd_kafka_message_t& m) override {
+        const std::string_view topic = rd_kafka_topic_name(m.rkt);
+        std::optional<record<K, V>> r;
+        try {
+            r.emplace(decode_record(m, topic));
+        } catch (const std::exception& e) {
+            bad_record(m, topic, e.what());
+            return;
+        }
+        rd_kafka_timestamp_type_t type{};
+        const std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+        try {
+            if (--until_timed_ == 0) {
+                until_timed_ = 16;
+                const auto start = std::chrono::steady_clock::now();
+                processor_(ctx_, std::as_const(*r));
+                latency_->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            } else {
+                processor_(ctx_, std::as_const(*r));
+            }
+            processed_->inc();
+            if (ts >= 0) ctx_.advance_stream_time(ts);
+        } catch (const std::exception& e) {
+            std::throw_with_nested(processing_error(id(), topic, m.partition, m.offset, e.what()));
+        }
+    }
+
+    void punctuate(std::chrono::steady_clock::time_point now) override { ctx_.punctuate(now); }
+
+private:
+    record<K, V> decode_record(const rd_kafka_message_t& m, std::string_view topic) const {
+        record<K, V> r{decode<K>(bytes_view(static_cast<const std::byte*>(m.key), m.key_len)), std::nullopt, topic,
+                       m.partition, m.offset, -1};
+        if (m.payload != nullptr) r.value.emplace(decode<V>(bytes_view(static_cast<const std::byte*>(m.payload), m.len)));
+        rd_kafka_timestamp_type_t type{};
+        r.timestamp = rd_kafka_message_timestamp(&m, &type);
+        return r;
+    }
+
+    void bad_record(const rd_kafka_message_t& m, std::string_view topic, const char* what) {
+        switch (config_->on_bad_record) {
+            case bad_record_action::fail: throw bad_record_error(topic, m.partition, m.offset, what);
+            case bad_record_action::skip: skipped_->inc(); return;
+            case bad_record_action::dead_letter: {
+                const bytes_view key(static_cast<const std::byte*>(m.key), m.key_len);
+                std::optional<bytes_view> value;
+                if (m.payload != nullptr) value = bytes_view(static_cast<const std::byte*>(m.payload), m.len);
+                out_->send(config_->effective_dead_letter_topic(), key, value, partition_by_key,
+                           {{"strata.error", what},
+                            {"strata.topic", std::string(topic)},
+                            {"strata.partition", std::to_string(m.partition)},
+                            {"strata.offset", std::to_string(m.offset)}});
+                dead_lettered_->inc();
+                return;
+            }
+        }
+    }
+
+    const Factory* factory_;
+    Processor processor_;
+    output* out_;
+    const application_config* config_;
+    std::optional<stores_type> state_;  // what the factory returned; the ports point into it
+    processor_context<stores_type> ctx_;
+    metrics::counter* processed_;
+    metrics::histogram* latency_;
+    metrics::counter* skipped_;
+    metrics::counter* dead_lettered_;
+    std::uint32_t until_timed_ = 1;
+};
+
+}  // namespace detail
+
+/// @brief An application: a store factory and a processor over input
+/// records with keys of type K and values of type V (decoded with
+/// `strata::decode`). Each running copy of the program is one instance;
+/// `run()` joins the group and processes until `stop()`.
+template <class K, class V, class Factory, class Processor>
+class application {
+public:
+    application(application_config config, Factory factory, Processor processor,
+                metrics::registry* reg = nullptr)
+        : factory_(std::move(factory)), processor_(std::move(processor)),
+          owned_registry_(reg == nullptr ? std::make_unique<metrics::registry>() : nullptr),
+          registry_(reg == nullptr ? owned_registry_.get() : reg),
+          instance_(std::move(config),
+                    [this](std::int32_t p, output& out) -> std::shared_ptr<task> {
+                        return std::make_shared<detail::typed_task<K, V, Factory, Processor>>(
+                            p, factory_, processor_, out, instance_.config(), *registry_);
+                    },
+                    *registry_) {}
+
+    application(const application&) = delete;
+    application& operator=(const application&) = delete;
+
+    /// @brief Processes until `stop()`; see instance::run.
+    void run() { instance_.run(); }
+    /// @brief Asks `run()` to commit, leave the group and return; safe from
+    /// any thread and from a signal handler.
+    void stop() noexcept { instance_.stop(); }
+
+    /// @brief Receives every task's restore progress (on the restore thread).
+    void on_restore(restore_callback fn) { instance_.set_restore_callback(std::move(fn)); }
+    /// @brief Receives every task this instance starts, with its takeover timeline.
+    void on_takeover(std::function<void(const task&)> fn) { instance_.on_takeover(std::move(fn)); }
+
+    [[nodiscard]] metrics::registry& metrics() noexcept { return *registry_; }
+    [[nodiscard]] const application_config& config() const noexcept { return instance_.config(); }
+
+private:
+    Factory factory_;
+    Processor processor_;
+    std::unique_ptr<metrics::registry> owned_registry_;
+    metrics::registry* registry_;
+    instance instance_;
+};
+
+/// @brief `application<K, V, ...>` with the factory's and the processor's
+/// types deduced: `make_application<std::string, std::int64_t>(config, factory, processor)`.
+///
+/// - `factory(task_context&)` returns the task's stores: one store stack, or
+///   a std::tuple of them. Give each stack `t.logged()` to make it fault
+///   tolerant (its changelog is `<application id>-<store name>-changelog`).
+/// - `processor(processor_context<Stores>&, const record<K, V>&)` handles a
+///   record; it is copied once per task. An optional member
+///   `init(processor_context<Stores>&)` runs when the task starts
+///   (the place to schedule punctuations).
+template <class K, class V, class Factory, class Processor>
+auto make_application(application_config config, Factory factory, Processor processor,
+                      metrics::registry* reg = nullptr) {
+    static_assert(serializable<K> || std::is_same_v<K, std::string> || std::is_same_v<K, byte_buffer>,
+                  "strata::runtime: no serde for the input key type K");
+    static_assert(serializable<V> || std::is_same_v<V, std::string> || std::is_same_v<V, byte_buffer>,
+                  "strata::runtime: no serde for the input value type V");
+    return application<K, V, Factory, Processor>(std::move(config), std::move(factory), std::move(processor), reg);
+}
+
+}  // namespace strata::runtime

@@ -1,0 +1,101 @@
+#pragma once
+/// @file
+/// @brief What an application of the stream runtime is: its id, its cluster,
+/// its input topics, where its instances keep local state, and how they
+/// commit. Every instance of one application is started with the same
+/// settings except `state_dir`, `instance_id` and `endpoint`.
+
+#include <strata/kafka/handles.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace strata::runtime {
+
+/// @brief What a commit guarantees after a crash.
+enum class processing_guarantee {
+    /// Stores and their changelogs are flushed, then outputs, then the input
+    /// offsets are committed. After a crash the inputs since the last commit
+    /// are processed again: no update is lost, some may be applied twice.
+    at_least_once,
+    /// One Kafka transaction per instance and commit holds the changelog
+    /// records, the output records and the input offsets: after a crash
+    /// nothing of an unfinished commit is visible, and no input is applied twice.
+    exactly_once,
+};
+
+/// @brief What happens to an input record whose key or value cannot be decoded.
+enum class bad_record_action {
+    fail,         ///< stop the instance with an error naming topic, partition and offset
+    skip,         ///< count it (strata_task_records_skipped_total) and go on
+    dead_letter,  ///< write it, unchanged and with its coordinates in headers, to the dead-letter topic; go on
+};
+
+/// @brief The settings of an application.
+struct application_config {
+    /// Names the consumer group, the changelog topics
+    /// (`<application_id>-<store>-changelog`) and the folder under `state_dir`.
+    std::string application_id;
+    std::string bootstrap_servers;  ///< e.g. "127.0.0.1:9092"
+    /// Co-partitioned input topics: each must have the same partition count,
+    /// and partition p of every one of them belongs to task p. The group
+    /// assigns the first topic's partitions; the others follow them.
+    std::vector<std::string> input_topics;
+
+    /// Local state of this instance: a folder `<application_id>` in it holds
+    /// one folder per task with the checkpoint and the data of persistent
+    /// stores. Two running instances must not share it (it is locked).
+    std::filesystem::path state_dir;
+    /// Names this instance to the group and, under exactly-once, in its
+    /// transactional id (`<application_id>-<instance_id>`): an instance
+    /// restarted with the same id fences its predecessor at once. Empty: the
+    /// host name and the process id.
+    std::string instance_id;
+
+    processing_guarantee guarantee = processing_guarantee::at_least_once;
+    /// How often running tasks commit. Zero: 5 s at-least-once, 100 ms exactly-once.
+    std::chrono::milliseconds commit_interval{0};
+
+    /// The group's session timeout: how long a dead instance keeps its
+    /// partitions before the group moves them (the broker allows 6-300 s by default).
+    std::chrono::milliseconds session_timeout{10'000};
+    /// Under exactly-once: how long the broker lets a transaction stay open
+    /// before aborting it. A killed instance's open transaction holds back
+    /// readers of its partitions until then, so it bounds failover.
+    std::chrono::milliseconds transaction_timeout{10'000};
+    /// Bound on waiting for the cluster: creating topics, an offset lookup,
+    /// a delivery (librdkafka's `message.timeout.ms`). Past it the instance
+    /// stops with an error instead of retrying forever.
+    std::chrono::milliseconds broker_timeout{60'000};
+
+    /// Input records handed to processors per poll, at most.
+    std::size_t max_poll_records = 1000;
+    /// Changelog records a restore applies before it looks at its other tasks again.
+    std::size_t restore_batch_records = 10'000;
+
+    bad_record_action on_bad_record = bad_record_action::fail;
+    /// Where `bad_record_action::dead_letter` writes. Empty: `<application_id>-dead-letters`.
+    std::string dead_letter_topic;
+
+    /// Changelog topics are created with one partition per input partition,
+    /// compacted, with this replication factor and these extra configs.
+    std::int16_t changelog_replication_factor = 1;
+    kafka::settings changelog_topic_configs;
+
+    kafka::settings consumer_settings;  ///< librdkafka settings of the group consumer, passed through
+    kafka::settings producer_settings;  ///< librdkafka settings of the instance's producer, passed through
+
+    [[nodiscard]] std::chrono::milliseconds effective_commit_interval() const noexcept {
+        if (commit_interval.count() > 0) return commit_interval;
+        return guarantee == processing_guarantee::exactly_once ? std::chrono::milliseconds(100)
+                                                               : std::chrono::milliseconds(5'000);
+    }
+    [[nodiscard]] std::string effective_dead_letter_topic() const {
+        return dead_letter_topic.empty() ? application_id + "-dead-letters" : dead_letter_topic;
+    }
+};
+
+}  // namespace strata::runtime

@@ -1,0 +1,661 @@
+#pragma once
+/// @file
+/// @brief `instance`: one member of an application's consumer group. It owns
+/// the tasks of the partitions the group gives it, has them restored on a
+/// thread of their own while the running ones process, commits on an
+/// interval (at-least-once or exactly-once), and gives partitions back
+/// cleanly when the group moves them.
+///
+/// The processing thread is the one that calls `run()`: it polls the group
+/// consumer, serves rebalances (librdkafka calls back from the poll), hands
+/// each record to its task, punctuates and commits. The restore thread
+/// (restorer.hpp) builds new tasks with the user's factory and replays their
+/// changelogs. Tasks pass from one to the other under a mutex; nothing else
+/// is shared.
+
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/kafka/producer.hpp>
+#include <strata/kafka/transaction.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/restore/checkpoint.hpp>
+#include <strata/runtime/config.hpp>
+#include <strata/runtime/output.hpp>
+#include <strata/runtime/restorer.hpp>
+#include <strata/runtime/state_directory.hpp>
+#include <strata/runtime/task.hpp>
+#include <strata/runtime/task_context.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+#include <unistd.h>
+
+namespace strata::runtime {
+
+/// @brief Makes the typed task of a partition (see application.hpp).
+using task_maker = std::function<std::shared_ptr<task>(std::int32_t partition, output& out)>;
+
+/// @brief One member of the application's group; see the file comment.
+class instance {
+public:
+    /// @param reg the registry metrics go to (it must outlive the instance)
+    instance(application_config config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
+        : config_(std::move(config)), make_(std::move(make)), registry_(&reg), on_restore_(std::move(on_restore)) {
+        validate();
+        if (config_.instance_id.empty()) {
+            char host[256] = {};
+            (void)::gethostname(host, sizeof host - 1);
+            config_.instance_id = std::string(host) + "-" + std::to_string(::getpid());
+        }
+    }
+
+    instance(const instance&) = delete;
+    instance& operator=(const instance&) = delete;
+
+    /// @brief Asks `run()` to commit, give its partitions back and return.
+    /// Safe from any thread and from a signal handler.
+    void stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
+
+    /// @brief Receives every task's restore progress (on the restore thread).
+    /// Set it before run().
+    void set_restore_callback(restore_callback fn) { on_restore_ = std::move(fn); }
+
+    /// @brief Called on the processing thread with every task this instance
+    /// starts, once it processed its first record (its timeline is complete then).
+    void on_takeover(std::function<void(const task&)> fn) { takeover_log_ = std::move(fn); }
+
+    [[nodiscard]] const application_config& config() const noexcept { return config_; }
+    [[nodiscard]] metrics::registry& metrics() const noexcept { return *registry_; }
+
+    /// @brief Joins the group and processes until `stop()`; then commits,
+    /// closes every task and leaves the group at once, so its partitions move
+    /// without waiting for the session timeout.
+    /// @throws error what stopped it: a processor's error (with the record's
+    ///         coordinates), an undecodable record under `fail`, a broker
+    ///         unreachable past `broker_timeout`, a fenced producer, a
+    ///         state directory in use. Nothing is committed after the failure.
+    void run() {
+        state_directory dir(config_.state_dir, config_.application_id);
+        dir_ = &dir;
+        const std::int32_t partitions = check_inputs();
+        partitions_ = partitions;
+        start_producer();
+        output out(producer_);
+        output_ = &out;
+        if (config_.on_bad_record == bad_record_action::dead_letter) ensure_dead_letter_topic(partitions);
+        task_environment env{&config_, producer_, registry_,
+                             [this](std::string_view store) { return ensure_changelog(store); }};
+        env_ = &env;
+        make_consumer();
+        restorer r([this](task& t) { build(t); }, [this](task& t) { look_up_committed(t); }, *registry_, on_restore_,
+                   config_.restore_batch_records);
+        restorer_ = &r;
+
+        std::exception_ptr failure;
+        try {
+            loop();
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        failed_ = failure != nullptr;
+        // Leaving the group revokes every partition through the rebalance
+        // callback: a clean stop commits and closes the tasks there; after a
+        // failure they are closed without a commit.
+        if (failed_) abandon_transaction();
+        try {
+            (void)rd_kafka_consumer_close(consumer_->get());
+        } catch (...) {
+            if (!failure) failure = std::current_exception();
+        }
+        close_all(!failed_);
+        r.stop();
+        restorer_ = nullptr;
+        consumer_.reset();
+        eos_.reset();
+        env_ = nullptr;
+        output_ = nullptr;
+        producer_.reset();
+        dir_ = nullptr;
+        if (failure) std::rethrow_exception(failure);
+    }
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    // ------------------------------------------------------------ startup --
+
+    void validate() const {
+        if (config_.application_id.empty()) throw usage_error("strata::runtime: application_id is empty");
+        if (config_.bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
+        if (config_.input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
+    }
+
+    kafka::topic_options topic_options(std::int32_t partitions) const {
+        kafka::topic_options o;
+        o.bootstrap_servers = config_.bootstrap_servers;
+        o.partitions = partitions;
+        o.replication_factor = config_.changelog_replication_factor;
+        o.topic_configs = config_.changelog_topic_configs;
+        o.timeout = config_.broker_timeout;
+        return o;
+    }
+
+    /// The partition count the input topics share.
+    std::int32_t check_inputs() {
+        kafka::conf c;
+        c.set("bootstrap.servers", config_.bootstrap_servers);
+        const kafka::client admin(RD_KAFKA_PRODUCER, std::move(c));
+        std::int32_t count = -1;
+        for (const std::string& topic : config_.input_topics) {
+            const std::int32_t n = kafka::probe_topic(admin.get(), config_.bootstrap_servers, topic, config_.broker_timeout);
+            if (count >= 0 && n != count)
+                throw usage_error("strata::runtime: input topics are not co-partitioned: " + config_.input_topics[0] +
+                                  " has " + std::to_string(count) + " partitions and " + topic + " has " +
+                                  std::to_string(n) + "; every input topic needs the same partition count");
+            count = n;
+        }
+        return count;
+    }
+
+    std::string ensure_changelog(std::string_view store) {
+        const std::lock_guard lock(topics_mutex_);
+        std::string topic = kafka::changelog_topic_name(config_.application_id, store);
+        if (ensured_.insert(topic).second) {
+            try {
+                (void)kafka::ensure_topic(topic, topic_options(partitions_));
+            } catch (...) {
+                ensured_.erase(topic);
+                throw;
+            }
+        }
+        return topic;
+    }
+
+    void ensure_dead_letter_topic(std::int32_t partitions) {
+        kafka::topic_options o = topic_options(partitions);
+        o.topic_configs = {{"cleanup.policy", "delete"}};
+        o.require_compaction = false;
+        try {
+            (void)kafka::ensure_topic(config_.effective_dead_letter_topic(), o);
+        } catch (const changelog_error&) {
+            // An existing topic with another partition count is fine for dead letters.
+            kafka::conf c;
+            c.set("bootstrap.servers", config_.bootstrap_servers);
+            const kafka::client admin(RD_KAFKA_PRODUCER, std::move(c));
+            (void)kafka::probe_topic(admin.get(), config_.bootstrap_servers, config_.effective_dead_letter_topic(),
+                                     config_.broker_timeout);
+        }
+    }
+
+    void start_producer() {
+        kafka::producer_options o;
+        o.bootstrap_servers = config_.bootstrap_servers;
+        o.extra = config_.producer_settings;
+        if (!o.extra.contains("message.timeout.ms"))
+            o.extra["message.timeout.ms"] = std::to_string(config_.broker_timeout.count());
+        if (config_.guarantee == processing_guarantee::exactly_once) {
+            o.transactional_id = config_.application_id + "-" + config_.instance_id;
+            o.extra["transaction.timeout.ms"] = std::to_string(config_.transaction_timeout.count());
+            eos_.emplace(std::move(o), config_.broker_timeout);
+            producer_ = eos_->shared_producer();
+            eos_->begin();
+        } else {
+            producer_ = std::make_shared<kafka::producer>(std::move(o));
+        }
+    }
+
+    void make_consumer() {
+        kafka::conf c;
+        c.set("bootstrap.servers", config_.bootstrap_servers);
+        c.set("group.id", config_.application_id);
+        c.set("client.id", config_.instance_id);
+        c.set("auto.offset.reset", "earliest");
+        c.set("session.timeout.ms", std::to_string(config_.session_timeout.count()));
+        c.set("heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(config_.session_timeout.count() / 5, 100)));
+        c.set(config_.consumer_settings);
+        // Not overridable: the runtime commits itself, reads only committed
+        // data, and relies on cooperative rebalancing.
+        c.set("enable.auto.commit", "false");
+        c.set("enable.auto.offset.store", "false");
+        c.set("isolation.level", "read_committed");
+        c.set("partition.assignment.strategy", "cooperative-sticky");
+        rd_kafka_conf_set_rebalance_cb(c.get(), &instance::on_rebalance);
+        rd_kafka_conf_set_opaque(c.get(), this);
+        consumer_.emplace(RD_KAFKA_CONSUMER, std::move(c));
+        rd_kafka_poll_set_consumer(consumer_->get());
+        const kafka::unique_partition_list topics(rd_kafka_topic_partition_list_new(1));
+        rd_kafka_topic_partition_list_add(topics.get(), config_.input_topics[0].c_str(), RD_KAFKA_PARTITION_UA);
+        kafka::check(rd_kafka_subscribe(consumer_->get(), topics.get()), "subscribe to " + config_.input_topics[0]);
+    }
+
+    // ------------------------------------------------------- the main loop --
+
+    void loop() {
+        const auto interval = config_.effective_commit_interval();
+        auto next_commit = clock::now() + interval;
+        while (!stop_requested_.load(std::memory_order_relaxed)) {
+            if (callback_failure_) std::rethrow_exception(callback_failure_);
+            if (auto f = restorer_->failure()) std::rethrow_exception(f);
+            start_restored();
+            poll_records();
+            producer_->poll();
+            const auto now = clock::now();
+            for (auto& [p, t] : tasks_)
+                if (t->state() == task_state::running) t->punctuate(now);
+            if (now >= next_commit) {
+                commit(running_tasks());
+                next_commit = clock::now() + interval;
+            }
+        }
+        if (callback_failure_) std::rethrow_exception(callback_failure_);
+    }
+
+    void poll_records() {
+        const int wait_ms = has_running() ? 10 : 100;
+        rd_kafka_t* rk = consumer_->get();
+        for (std::size_t n = 0; n < config_.max_poll_records; ++n) {
+            const kafka::unique_message m(rd_kafka_consumer_poll(rk, n == 0 ? wait_ms : 0));
+            if (!m) return;
+            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                consumer_error(*m);
+                continue;
+            }
+            unreachable_since_.reset();
+            const auto it = tasks_.find(m->partition);
+            // A record of a task that is not running yet is dropped: the task
+            // seeks to its committed offset when it starts.
+            if (it == tasks_.end() || it->second->state() != task_state::running) continue;
+            task& t = *it->second;
+            const std::size_t topic = topic_index(rd_kafka_topic_name(m->rkt));
+            t.process(*m);
+            t.next_offsets[topic] = m->offset + 1;
+            ++t.uncommitted;
+            if (t.timeline.first_record_ms == 0) first_record(t);
+        }
+    }
+
+    void consumer_error(const rd_kafka_message_t& m) {
+        if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
+        const char* what = rd_kafka_message_errstr(&m);
+        std::array<char, 512> fatal{};
+        if (m.err == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(consumer_->get(), fatal.data(), fatal.size()))
+            throw kafka::kafka_error("consume", m.err, fatal[0] ? fatal.data() : what);
+        const bool unreachable = m.err == RD_KAFKA_RESP_ERR__TRANSPORT || m.err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+                                 m.err == RD_KAFKA_RESP_ERR__RESOLVE;
+        if (!unreachable) {
+            if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                throw kafka::kafka_error("consume the input", m.err, what);
+            return;  // librdkafka retries the rest itself
+        }
+        const auto now = clock::now();
+        if (!unreachable_since_) unreachable_since_ = now;
+        else if (now - *unreachable_since_ > config_.broker_timeout)
+            throw kafka::kafka_error("no broker reachable for " + std::to_string(config_.broker_timeout.count()) + " ms",
+                                     m.err, what);
+    }
+
+    [[nodiscard]] std::size_t topic_index(std::string_view topic) const {
+        for (std::size_t i = 0; i < config_.input_topics.size(); ++i)
+            if (config_.input_topics[i] == topic) return i;
+        return 0;
+    }
+
+    [[nodiscard]] bool has_running() const {
+        for (const auto& [p, t] : tasks_)
+            if (t->state() == task_state::running) return true;
+        return false;
+    }
+
+    [[nodiscard]] std::vector<task*> running_tasks() const {
+        std::vector<task*> r;
+        for (const auto& [p, t] : tasks_)
+            if (t->state() == task_state::running) r.push_back(t.get());
+        return r;
+    }
+
+    // ---------------------------------------------------------- the tasks --
+
+    /// The input partitions of task p: partition p of every input topic.
+    [[nodiscard]] kafka::unique_partition_list inputs_of(const std::vector<std::int32_t>& ps) const {
+        kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(ps.size() * config_.input_topics.size())));
+        for (std::int32_t p : ps)
+            for (const std::string& topic : config_.input_topics)
+                rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
+        return l;
+    }
+
+    /// Builds the task's stores (on the restore thread).
+    void build(task& t) {
+        const std::int32_t p = t.partition();
+        t.checkpoint_path = dir_->checkpoint(p);
+        // Local data without a checkpoint cannot be trusted: start clean.
+        if (!std::filesystem::exists(t.checkpoint_path)) dir_->wipe_task(p);
+        task_context ctx(*env_, p, dir_->task_dir(p), t.checkpoint_path);
+        t.build(ctx);
+    }
+
+    /// Looks up the task's committed input offsets, and when its previous
+    /// owner committed (on the restore thread, after the restore).
+    void look_up_committed(task& t) {
+        const kafka::unique_partition_list l = inputs_of({t.partition()});
+        kafka::check(rd_kafka_committed(consumer_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)),
+                     "look up the committed offsets of task " + t.id());
+        t.committed_offsets.assign(config_.input_topics.size(), RD_KAFKA_OFFSET_BEGINNING);
+        for (int i = 0; i < l->cnt; ++i) {
+            const rd_kafka_topic_partition_t& e = l->elems[i];
+            kafka::check(e.err, "look up the committed offset of " + std::string(e.topic));
+            if (e.offset >= 0) t.committed_offsets[topic_index(e.topic)] = e.offset;
+            if (e.metadata != nullptr && e.metadata_size > 0) read_commit_metadata(t, e);
+        }
+    }
+
+    /// Commit metadata is "strata <instance> <wall-clock ms>".
+    static void read_commit_metadata(task& t, const rd_kafka_topic_partition_t& e) {
+        const std::string m(static_cast<const char*>(e.metadata), e.metadata_size);
+        if (m.rfind("strata ", 0) != 0) return;
+        const auto space = m.rfind(' ');
+        if (space <= 7) return;
+        t.timeline.previous_owner = m.substr(7, space - 7);
+        t.timeline.previous_commit_ms = std::max<std::int64_t>(t.timeline.previous_commit_ms, std::stoll(m.substr(space + 1)));
+    }
+
+    /// Starts the tasks the restore thread has finished with.
+    void start_restored() {
+        for (std::shared_ptr<task>& t : restorer_->take_ready()) {
+            const auto it = tasks_.find(t->partition());
+            if (it == tasks_.end() || it->second != t) continue;  // revoked meanwhile
+            if (config_.guarantee == processing_guarantee::exactly_once) {
+                // From now on the local state runs ahead of what is committed:
+                // without a checkpoint, a crash wipes it (see build()).
+                std::error_code ec;
+                std::filesystem::remove(t->checkpoint_path, ec);
+            }
+            const kafka::unique_partition_list l = inputs_of({t->partition()});
+            for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[topic_index(l->elems[i].topic)];
+            if (rd_kafka_error_t* e = rd_kafka_seek_partitions(consumer_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)))
+                kafka::check(e, "seek task " + t->id() + " to its committed offsets");
+            for (int i = 0; i < l->cnt; ++i)
+                if (l->elems[i].err) kafka::check(l->elems[i].err, "seek " + std::string(l->elems[i].topic));
+            kafka::check(rd_kafka_resume_partitions(consumer_->get(), l.get()), "resume task " + t->id());
+            t->next_offsets.assign(config_.input_topics.size(), -1);
+            transition(*t, task_state::running);
+            t->start();
+        }
+    }
+
+    void first_record(task& t) {
+        t.timeline.first_record_ms = wall_clock_ms();
+        const auto& tl = t.timeline;
+        const auto phase = [&](const char* name, std::int64_t from, std::int64_t to) {
+            if (from == 0 || to == 0) return;
+            registry_->gauge_for("strata_task_takeover_seconds",
+                                 "The last takeover of a task, phase by phase: previous owner's last commit to "
+                                 "assignment (detection and rebalance), assignment to restored, restored to first record",
+                                 {{"task", t.id()}, {"phase", name}})
+                .set(static_cast<double>(to - from) / 1000.0);
+        };
+        phase("detection", tl.previous_commit_ms, tl.assigned_ms);
+        phase("restore", tl.assigned_ms, tl.restored_ms);
+        phase("first_record", tl.restored_ms, tl.first_record_ms);
+        phase("total", tl.previous_commit_ms, tl.first_record_ms);
+        if (!takeover_log_) return;
+        takeover_log_(t);
+    }
+
+    // --------------------------------------------------------- rebalances --
+
+    static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+                             void* opaque) {
+        auto* self = static_cast<instance*>(opaque);
+        try {
+            self->rebalance(rk, err, parts);
+        } catch (...) {
+            // librdkafka cannot carry an exception through its callback: the
+            // loop rethrows it.
+            self->stop_requested_.store(true);
+            if (!self->callback_failure_) self->callback_failure_ = std::current_exception();
+        }
+    }
+
+    [[nodiscard]] std::vector<std::int32_t> task_partitions(const rd_kafka_topic_partition_list_t* parts) const {
+        std::vector<std::int32_t> ps;
+        for (int i = 0; i < parts->cnt; ++i)
+            if (config_.input_topics[0] == parts->elems[i].topic) ps.push_back(parts->elems[i].partition);
+        return ps;
+    }
+
+    void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+        const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
+        const std::vector<std::int32_t> ps = task_partitions(parts);
+        const kafka::unique_partition_list inputs = inputs_of(ps);
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+            if (cooperative) kafka::check(rd_kafka_incremental_assign(rk, inputs.get()), "take the assigned partitions");
+            else kafka::check(rd_kafka_assign(rk, inputs.get()), "take the assigned partitions");
+            // Paused until the task is restored and seeks to its committed offset.
+            kafka::check(rd_kafka_pause_partitions(rk, inputs.get()), "pause the assigned partitions");
+            for (std::int32_t p : ps) assign(p);
+        } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+            revoke(ps, rd_kafka_assignment_lost(rk) != 0);
+            if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, inputs.get()), "give back the revoked partitions");
+            else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
+        } else {
+            (void)rd_kafka_assign(rk, nullptr);
+            throw kafka::kafka_error("rebalance", err);
+        }
+    }
+
+    void assign(std::int32_t p) {
+        if (tasks_.contains(p)) return;
+        std::shared_ptr<task> t = make_(p, *output_);
+        t->timeline.assigned_ms = wall_clock_ms();
+        tasks_.emplace(p, t);
+        transition(*t, task_state::restoring);
+        restorer_->add(std::move(t));
+    }
+
+    void revoke(const std::vector<std::int32_t>& ps, bool lost) {
+        std::vector<task*> revoked_running;
+        for (std::int32_t p : ps)
+            if (auto it = tasks_.find(p); it != tasks_.end() && it->second->state() == task_state::running)
+                revoked_running.push_back(it->second.get());
+        bool committed = !lost && !failed_;
+        if (committed) {
+            // Under exactly-once one transaction holds every task's work.
+            try {
+                commit(config_.guarantee == processing_guarantee::exactly_once ? running_tasks() : revoked_running);
+            } catch (...) {
+                committed = false;
+                if (!callback_failure_) callback_failure_ = std::current_exception();
+            }
+        } else if (lost && eos_ && !failed_) {
+            // The open transaction holds work of the lost tasks, which their
+            // new owner redoes: abort it, and rebuild the tasks that stay.
+            abandon_transaction();
+            rebuild_after_abort();
+            eos_->begin();
+        }
+        for (std::int32_t p : ps) {
+            const auto it = tasks_.find(p);
+            if (it == tasks_.end()) continue;
+            close(*it->second, committed && it->second->state() == task_state::running);
+            tasks_.erase(it);
+        }
+    }
+
+    /// Closes a task: with `clean`, after a commit, its checkpoint records
+    /// what the stores hold; without, the stores are closed as they are.
+    void close(task& t, bool clean) {
+        restorer_->cancel(t);
+        if (clean && config_.guarantee == processing_guarantee::exactly_once) {
+            for (const auto& s : t.stores())
+                if (auto* log = s->changelog(); log != nullptr && s->persistent()) s->save_checkpoint(log->flush());
+        }
+        t.close_stores();
+        transition(t, task_state::closed);
+    }
+
+    /// Moves a task to state s, and the state gauges with it: per task
+    /// (1 for its current state) and per instance (tasks in each state).
+    void transition(task& t, task_state s) {
+        t.set_state(s);
+        for (task_state each : {task_state::restoring, task_state::running}) {
+            registry_->gauge_for("strata_task_state", "1 for the state a task is in, 0 for the others",
+                                 {{"task", t.id()}, {"state", to_string(each)}})
+                .set(each == s ? 1 : 0);
+            double n = 0;
+            for (const auto& [p, other] : tasks_) n += other->state() == each ? 1 : 0;
+            registry_->gauge_for("strata_instance_tasks", "Tasks of this instance, by state",
+                                 {{"instance", config_.instance_id}, {"state", to_string(each)}})
+                .set(n);
+        }
+    }
+
+    void close_all(bool clean) {
+        for (auto& [p, t] : tasks_) close(*t, clean && t->state() == task_state::running && !failed_);
+        tasks_.clear();
+    }
+
+    // ------------------------------------------------------------ commits --
+
+    [[nodiscard]] kafka::unique_partition_list commit_offsets(const std::vector<task*>& ts) const {
+        kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(ts.size() * config_.input_topics.size())));
+        const std::string metadata = "strata " + config_.instance_id + " " + std::to_string(wall_clock_ms());
+        for (task* t : ts) {
+            for (std::size_t i = 0; i < config_.input_topics.size(); ++i) {
+                if (t->next_offsets[i] < 0) continue;
+                rd_kafka_topic_partition_t* e =
+                    rd_kafka_topic_partition_list_add(l.get(), config_.input_topics[i].c_str(), t->partition());
+                e->offset = t->next_offsets[i];
+                e->metadata = std::malloc(metadata.size());  // the list frees it
+                if (e->metadata != nullptr) {
+                    std::memcpy(e->metadata, metadata.data(), metadata.size());
+                    e->metadata_size = metadata.size();
+                }
+            }
+        }
+        return l;
+    }
+
+    /// Commits the given running tasks (see processing_guarantee).
+    void commit(const std::vector<task*>& ts) {
+        bool work = false;
+        for (task* t : ts) work = work || t->uncommitted != 0;
+        if (!work) return;
+        const auto start = clock::now();
+        for (task* t : ts) t->flush_stores();
+        const kafka::unique_partition_list offsets = commit_offsets(ts);
+        if (config_.guarantee == processing_guarantee::at_least_once) {
+            output_->flush();
+            if (offsets->cnt > 0) {
+                const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), offsets.get(), 0);
+                if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+                    err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
+                    // The group moved on; what was processed is processed again
+                    // by the next owner (at-least-once allows it).
+                    counter("strata_instance_commits_failed_total", "Commits the group refused during a rebalance").inc();
+                    return;
+                }
+                kafka::check(err, "commit the input offsets");
+            }
+        } else {
+            const kafka::unique_group_metadata group(rd_kafka_consumer_group_metadata(consumer_->get()));
+            try {
+                eos_->commit(offsets.get(), group.get());
+            } catch (const kafka::kafka_error& e) {
+                if (producer_->fatal_error() || e.code() == RD_KAFKA_RESP_ERR__FENCED ||
+                    e.code() == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || e.code() == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
+                    throw;  // a newer instance owns our work: stop
+                // The transaction was aborted: the stores are ahead of their
+                // changelogs. Rebuild them from the changelogs and resume from
+                // the committed offsets.
+                counter("strata_instance_commits_failed_total", "Commits the group refused during a rebalance").inc();
+                rebuild_after_abort();
+                eos_->begin();
+                return;
+            }
+            eos_->begin();
+        }
+        const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+        for (task* t : ts) {
+            t->uncommitted = 0;
+            const metrics::labels l{{"task", t->id()}};
+            registry_->counter_for("strata_task_commits_total", "Commits of a task", l).inc();
+            registry_->histogram_for("strata_task_commit_seconds", "Latency of a task's commits", l).observe(seconds);
+        }
+    }
+
+    /// After an aborted transaction: every running task is rebuilt from its
+    /// changelog, and resumes from its committed input offsets.
+    void rebuild_after_abort() {
+        for (auto& [p, t] : tasks_) {
+            if (t->state() != task_state::running) continue;
+            t->close_stores();
+            transition(*t, task_state::closed);
+            const kafka::unique_partition_list l = inputs_of({p});
+            kafka::check(rd_kafka_pause_partitions(consumer_->get(), l.get()), "pause task " + t->id());
+            std::shared_ptr<task> fresh = make_(p, *output_);
+            fresh->timeline.assigned_ms = wall_clock_ms();
+            t = fresh;
+            transition(*fresh, task_state::restoring);
+            restorer_->add(std::move(fresh));
+        }
+    }
+
+    void abandon_transaction() noexcept {
+        if (!eos_) return;
+        try {
+            eos_->abort();
+        } catch (...) {
+            // The producer is fenced or failed: its transaction ends with it.
+        }
+    }
+
+    metrics::counter& counter(std::string_view name, std::string_view help) {
+        return registry_->counter_for(name, help, {{"instance", config_.instance_id}});
+    }
+
+    application_config config_;
+    task_maker make_;
+    metrics::registry* registry_;
+    restore_callback on_restore_;
+    std::function<void(const task&)> takeover_log_;
+    std::atomic<bool> stop_requested_{false};
+    std::exception_ptr callback_failure_;
+    bool failed_ = false;
+
+    // Alive during run():
+    state_directory* dir_ = nullptr;
+    std::int32_t partitions_ = 0;
+    std::optional<kafka::exactly_once> eos_;
+    std::shared_ptr<kafka::producer> producer_;
+    output* output_ = nullptr;
+    task_environment* env_ = nullptr;
+    std::optional<kafka::client> consumer_;
+    restorer* restorer_ = nullptr;
+    std::map<std::int32_t, std::shared_ptr<task>> tasks_;
+    std::optional<clock::time_point> unreachable_since_;
+    std::mutex topics_mutex_;
+    std::set<std::string> ensured_;
+};
+
+}  // namespace strata::runtime

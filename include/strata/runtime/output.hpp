@@ -1,0 +1,90 @@
+#pragma once
+/// @file
+/// @brief `output`: the records an instance's processors emit, sent through
+/// the instance's producer (so under exactly-once they belong to the open
+/// transaction), partitioned by key exactly as Kafka's Java producer does.
+
+#include <strata/core/bytes.hpp>
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/kafka/producer.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime {
+
+/// @brief "Let the partitioner choose": the partition of the record's key.
+inline constexpr std::int32_t partition_by_key = RD_KAFKA_PARTITION_UA;
+
+/// @brief Sends output records and dead letters for one instance. Used on
+/// the processing thread only.
+class output {
+public:
+    explicit output(std::shared_ptr<kafka::producer> p) : producer_(std::move(p)), tracker_(&producer_->new_tracker()) {}
+
+    /// @brief Queues one record; `value` nullopt is a tombstone. With
+    /// `partition_by_key`, the partition is murmur2 of the key, as Kafka's
+    /// Java producer (and so Kafka Streams) computes it.
+    void send(std::string_view topic, bytes_view key, std::optional<bytes_view> value,
+              std::int32_t partition = partition_by_key) {
+        producer_->produce(handle(topic), partition, key, value, *tracker_);
+        ++sent_;
+    }
+
+    /// @brief Queues a record with headers.
+    void send(std::string_view topic, bytes_view key, std::optional<bytes_view> value, std::int32_t partition,
+              const std::vector<std::pair<std::string, std::string>>& headers) {
+        producer_->produce(handle(topic), partition, key, value, *tracker_, headers);
+        ++sent_;
+    }
+
+    /// @brief Waits until the broker acknowledged every record sent.
+    /// @throws kafka_error a record was not acknowledged (after librdkafka's
+    ///         retries, within `message.timeout.ms`)
+    void flush() {
+        producer_->wait(*tracker_);
+        if (tracker_->has_failed())
+            throw kafka::kafka_error(std::to_string(tracker_->failed) + " output record(s) were not acknowledged",
+                                     tracker_->first_error, tracker_->first_error_text);
+    }
+
+    [[nodiscard]] std::uint64_t sent() const noexcept { return sent_; }
+    [[nodiscard]] const kafka::delivery_tracker& delivered() const noexcept { return *tracker_; }
+
+private:
+    rd_kafka_topic_t* handle(std::string_view topic) {
+        auto it = topics_.find(topic);
+        if (it != topics_.end()) return it->second.get();
+        rd_kafka_topic_conf_t* tc = rd_kafka_topic_conf_new();
+        std::array<char, 256> err{};
+        // Java's partitioner for keyed records; a null key cannot occur here.
+        if (rd_kafka_topic_conf_set(tc, "partitioner", "murmur2_random", err.data(), err.size()) != RD_KAFKA_CONF_OK) {
+            rd_kafka_topic_conf_destroy(tc);
+            throw kafka::kafka_error("configure the partitioner of " + std::string(topic), RD_KAFKA_RESP_ERR__INVALID_ARG,
+                                     err.data());
+        }
+        kafka::unique_topic t(rd_kafka_topic_new(producer_->get(), std::string(topic).c_str(), tc));
+        if (!t) {
+            rd_kafka_topic_conf_destroy(tc);
+            throw kafka::kafka_error("open output topic " + std::string(topic), rd_kafka_last_error());
+        }
+        return topics_.emplace(std::string(topic), std::move(t)).first->second.get();
+    }
+
+    std::shared_ptr<kafka::producer> producer_;
+    kafka::delivery_tracker* tracker_;
+    std::map<std::string, kafka::unique_topic, std::less<>> topics_;
+    std::uint64_t sent_ = 0;
+};
+
+}  // namespace strata::runtime

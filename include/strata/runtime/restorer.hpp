@@ -1,0 +1,298 @@
+#pragma once
+/// @file
+/// @brief `restorer`: the thread of an instance that builds new tasks and
+/// brings their stores up to date from their changelogs, so that a task that
+/// restores never holds up the tasks that already process. Restoring tasks
+/// take turns, a batch of records each, so a large restore does not hold up
+/// a small one either.
+
+#include <strata/metrics/registry.hpp>
+#include <strata/restore/checkpoint.hpp>
+#include <strata/restore/restore.hpp>
+#include <strata/runtime/task.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace strata::runtime {
+
+/// @brief One report of a task's restore, for a `restore_callback`.
+struct restore_event {
+    enum class phase { start, batch, end };
+    phase what;
+    const std::string& task;  ///< the task's id
+    const restore_progress& progress;  ///< progress.store names the store
+};
+
+/// @brief Receives restore progress from the restore thread; it must not block for long.
+using restore_callback = std::function<void(const restore_event&)>;
+
+/// @brief Builds and restores tasks on a thread of its own.
+class restorer {
+public:
+    /// Builds a task's stores (the factory runs here, on the restore thread).
+    using build_fn = std::function<void(task&)>;
+    /// Looks up, after the restore, what the processing thread needs to start
+    /// the task (its committed input offsets); may block on the broker.
+    using prepare_fn = std::function<void(task&)>;
+
+    restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
+             std::size_t batch_records)
+        : build_(std::move(build)), prepare_(std::move(prepare)), registry_(&reg), on_restore_(std::move(on_restore)),
+          batch_(batch_records == 0 ? 1 : batch_records) {
+        thread_ = std::thread([this] { run(); });
+    }
+
+    restorer(const restorer&) = delete;
+    restorer& operator=(const restorer&) = delete;
+    ~restorer() { stop(); }
+
+    void stop() noexcept {
+        {
+            const std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    /// @brief Queues a task to build and restore.
+    void add(std::shared_ptr<task> t) {
+        {
+            const std::lock_guard lock(mutex_);
+            pending_.push_back(std::move(t));
+        }
+        wake_.notify_all();
+    }
+
+    /// @brief Takes a task back: once this returns the restore thread no
+    /// longer touches it, whether it was waiting, restoring or restored.
+    void cancel(const task& t) {
+        std::unique_lock lock(mutex_);
+        std::erase_if(pending_, [&](const auto& p) { return p.get() == &t; });
+        std::erase_if(ready_, [&](const auto& p) { return p.get() == &t; });
+        const auto held = [&] {
+            return current_ == &t ||
+                   std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
+        };
+        if (!held()) return;
+        cancelled_.push_back(&t);
+        wake_.notify_all();
+        done_.wait(lock, [&] { return !held() || failure_; });
+        std::erase(cancelled_, &t);
+    }
+
+    /// @brief The tasks restored since the last call, ready to run.
+    [[nodiscard]] std::vector<std::shared_ptr<task>> take_ready() {
+        const std::lock_guard lock(mutex_);
+        return std::exchange(ready_, {});
+    }
+
+    /// @brief What made the restore thread stop, if anything did.
+    [[nodiscard]] std::exception_ptr failure() const {
+        const std::lock_guard lock(mutex_);
+        return failure_;
+    }
+
+    /// @brief Whether any task is waiting or restoring.
+    [[nodiscard]] bool busy() const {
+        const std::lock_guard lock(mutex_);
+        return !pending_.empty() || !jobs_.empty();
+    }
+
+private:
+    /// The replay of one store's changelog partition, held still in memory
+    /// (its iterator points into it).
+    struct replay {
+        replay(kafka::kafka_changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
+        kafka::kafka_changelog::replay_range range;
+        kafka::kafka_changelog::replay_range::iterator it;
+    };
+
+    struct store_job {
+        store_port* port;
+        std::unique_ptr<replay> source;
+        restore_progress progress;
+        std::chrono::steady_clock::time_point started;
+        metrics::gauge *total, *done, *rate;
+        bool finished = false;
+    };
+
+    struct job {
+        std::shared_ptr<task> t;
+        std::vector<store_job> stores;
+    };
+
+    void run() {
+        for (;;) {
+            std::shared_ptr<task> next;
+            {
+                std::unique_lock lock(mutex_);
+                wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || !jobs_.empty(); });
+                if (stopping_) return;
+                if (!pending_.empty()) {
+                    next = std::move(pending_.front());
+                    pending_.erase(pending_.begin());
+                    current_ = next.get();
+                }
+            }
+            try {
+                if (next) {
+                    start(std::move(next));
+                    release_current();
+                }
+                step();
+            } catch (...) {
+                const std::lock_guard lock(mutex_);
+                failure_ = std::current_exception();
+                current_ = nullptr;
+                done_.notify_all();
+                return;
+            }
+        }
+    }
+
+    /// Marks the task in hand as let go of, answering a cancel that waits for it.
+    void release_current() {
+        const std::lock_guard lock(mutex_);
+        current_ = nullptr;
+        done_.notify_all();
+    }
+
+    [[nodiscard]] bool cancelled(const task& t) {
+        const std::lock_guard lock(mutex_);
+        return std::find(cancelled_.begin(), cancelled_.end(), &t) != cancelled_.end();
+    }
+
+    /// Builds the task's stores and opens a replay for each that is behind its changelog.
+    void start(std::shared_ptr<task> t) {
+        build_(*t);
+        if (cancelled(*t)) return;
+        job j{std::move(t), {}};
+        std::optional<checkpoint_file> checkpoints;
+        if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
+        for (const auto& port : j.t->stores()) {
+            kafka::kafka_changelog* log = port->changelog();
+            if (log == nullptr) continue;
+            store_job s{port.get(), nullptr, {}, std::chrono::steady_clock::now(), nullptr, nullptr, nullptr};
+            s.progress.store = port->name();
+            if (port->persistent() && checkpoints)
+                s.progress.from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
+            s.source = std::make_unique<replay>(*log, s.progress.from);
+            s.progress.to = std::max(s.source->range.end_offset(), s.progress.from);
+            s.progress.position = s.progress.from;
+            s.progress.records_total = s.progress.to - s.progress.from;
+            const metrics::labels labels{{"task", j.t->id()}, {"store", std::string(port->name())}};
+            s.total = &registry_->gauge_for("strata_task_restore_records_total",
+                                            "Changelog records the running or last restore of a task's store reads at most",
+                                            labels);
+            s.done = &registry_->gauge_for("strata_task_restore_records_restored",
+                                           "Changelog records the running or last restore of a task's store applied",
+                                           labels);
+            s.rate = &registry_->gauge_for("strata_task_restore_records_per_second",
+                                           "Records per second of the running or last restore of a task's store",
+                                           labels);
+            s.total->set(static_cast<double>(s.progress.records_total));
+            s.done->set(0);
+            report(restore_event::phase::start, *j.t, s.progress);
+            j.stores.push_back(std::move(s));
+        }
+        const std::lock_guard lock(mutex_);
+        jobs_.push_back(std::move(j));
+    }
+
+    /// One batch for every job in turn; finished jobs go to the ready list.
+    void step() {
+        for (std::size_t i = 0; i < jobs_.size();) {
+            job& j = jobs_[i];
+            {
+                const std::lock_guard lock(mutex_);
+                current_ = j.t.get();
+            }
+            bool finished = true;
+            for (store_job& s : j.stores) {
+                if (cancelled(*j.t)) break;
+                if (!s.finished) restore_batch(*j.t, s);
+                finished = finished && s.finished;
+            }
+            const bool dropped = cancelled(*j.t);
+            if (finished && !dropped) {
+                prepare_(*j.t);
+                j.t->timeline.restored_ms = wall_clock_ms();
+                for (const store_job& s : j.stores) j.t->timeline.records_restored += s.progress.records_done;
+            }
+            if (dropped || finished) {
+                std::shared_ptr<task> t = std::move(j.t);
+                {
+                    const std::lock_guard lock(mutex_);
+                    jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
+                    if (!dropped) ready_.push_back(t);
+                }
+                release_current();
+                continue;
+            }
+            release_current();
+            ++i;
+        }
+    }
+
+    void restore_batch(task& t, store_job& s) {
+        auto& it = s.source->it;
+        std::size_t n = 0;
+        while (n < batch_ && it != std::default_sentinel) {
+            const record_view& r = *it;
+            if (r.offset >= s.progress.to) break;
+            s.port->restore(r);
+            s.progress.position = r.offset + 1;
+            ++s.progress.records_done;
+            ++n;
+            ++it;
+        }
+        if (it == std::default_sentinel || s.progress.position >= s.progress.to) {
+            s.finished = true;
+            s.progress.position = s.progress.to;
+            s.source.reset();  // lets go of the changelog's consumer
+        }
+        s.done->set(static_cast<double>(s.progress.records_done));
+        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - s.started;
+        if (elapsed.count() > 0) s.rate->set(static_cast<double>(s.progress.records_done) / elapsed.count());
+        if (n > 0) report(restore_event::phase::batch, t, s.progress);
+        if (s.finished) report(restore_event::phase::end, t, s.progress);
+    }
+
+    void report(restore_event::phase what, const task& t, const restore_progress& p) {
+        if (on_restore_) on_restore_(restore_event{what, t.id(), p});
+    }
+
+    build_fn build_;
+    prepare_fn prepare_;
+    metrics::registry* registry_;
+    restore_callback on_restore_;
+    std::size_t batch_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable done_;
+    std::vector<std::shared_ptr<task>> pending_;
+    std::vector<job> jobs_;  // touched by the restore thread; the mutex guards resizing
+    std::vector<std::shared_ptr<task>> ready_;
+    const task* current_ = nullptr;        // the task the restore thread is building or restoring
+    std::vector<const task*> cancelled_;  // tasks the processing thread wants back
+    std::exception_ptr failure_;
+    bool stopping_ = false;
+    std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace strata::runtime

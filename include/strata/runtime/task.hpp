@@ -1,0 +1,225 @@
+#pragma once
+/// @file
+/// @brief A task: the stores and the processor of one partition number of
+/// the input, as the runtime drives it. `task` is the part the runtime sees
+/// (states, stores, offsets, timeline); the typed part, with the user's
+/// stores and processor, is in application.hpp.
+
+#include <strata/core/bytes.hpp>
+#include <strata/core/error.hpp>
+#include <strata/decorators/layer.hpp>
+#include <strata/decorators/logged.hpp>
+#include <strata/kafka/changelog.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime {
+
+class task_context;
+
+/// @brief Where a task is in its life. Created -> restoring -> running ->
+/// closed; a task that restores is not processing yet, and its input
+/// partitions are paused meanwhile.
+enum class task_state : int { created, restoring, running, closed };
+
+[[nodiscard]] constexpr const char* to_string(task_state s) noexcept {
+    switch (s) {
+        case task_state::created: return "created";
+        case task_state::restoring: return "restoring";
+        case task_state::running: return "running";
+        case task_state::closed: return "closed";
+    }
+    return "unknown";
+}
+
+/// @brief Wall-clock milliseconds since the epoch: the unit of every
+/// timeline, since its points are taken on different machines.
+[[nodiscard]] inline std::int64_t wall_clock_ms() noexcept {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// @brief How a task came to run here, point by point (wall-clock ms; 0
+/// where unknown). For a task taken over from an instance that died, the
+/// gaps are the failover: detection and rebalance (previous commit to
+/// assigned), restore (assigned to restored), and the first poll (restored
+/// to first record).
+struct takeover_timeline {
+    std::int64_t previous_commit_ms = 0;  ///< the last commit of the task's previous owner (from the commit's metadata)
+    std::string previous_owner;           ///< the instance that made that commit
+    std::int64_t assigned_ms = 0;         ///< the group gave the partition to this instance
+    std::int64_t restored_ms = 0;         ///< every store of the task caught up with its changelog
+    std::int64_t first_record_ms = 0;     ///< the first input record was processed
+    std::uint64_t records_restored = 0;   ///< changelog records the restore applied, over all stores
+};
+
+/// @brief An error in the processor, with the coordinates of the record it
+/// was processing. The original exception is nested.
+class processing_error : public error {
+public:
+    processing_error(const std::string& task, std::string_view topic, std::int32_t partition, std::int64_t offset,
+                     std::string_view what)
+        : error("strata::runtime: task " + task + " failed on the record at " + std::string(topic) + "[" +
+                std::to_string(partition) + "]@" + std::to_string(offset) + ": " + std::string(what)) {}
+};
+
+/// @brief An input record whose key or value does not decode, under
+/// `bad_record_action::fail`.
+class bad_record_error : public error {
+public:
+    bad_record_error(std::string_view topic, std::int32_t partition, std::int64_t offset, std::string_view what)
+        : error("strata::runtime: cannot decode the input record at " + std::string(topic) + "[" +
+                std::to_string(partition) + "]@" + std::to_string(offset) + ": " + std::string(what)) {}
+};
+
+/// @brief One store of a task, as the runtime handles it whatever its type:
+/// restore it record by record, flush it, checkpoint it, close it.
+class store_port {
+public:
+    virtual ~store_port() = default;
+    [[nodiscard]] virtual std::string_view name() const = 0;
+    /// The store's Kafka changelog, or null for a store without a logged layer
+    /// (it is then local only: not restored, not fault tolerant).
+    [[nodiscard]] virtual kafka::kafka_changelog* changelog() = 0;
+    [[nodiscard]] virtual bool persistent() const = 0;
+    /// Re-creates the unit of state that a changelog record carries.
+    virtual void restore(const record_view& r) = 0;
+    /// Flushes the whole stack (cache, changelog, store, and under
+    /// at-least-once the checkpoint).
+    virtual void flush() = 0;
+    /// Records that the store and its changelog hold everything below `offset`.
+    virtual void save_checkpoint(offset_t offset) = 0;
+    virtual void close() = 0;
+};
+
+/// @brief The store_port of a store stack of type Stack.
+template <class Stack>
+class store_port_of final : public store_port {
+    static constexpr bool logged = has_layer_v<Stack, layer_kind::logged>;
+
+public:
+    explicit store_port_of(Stack& s) : s_(&s) {}
+
+    [[nodiscard]] std::string_view name() const override { return s_->name(); }
+
+    [[nodiscard]] kafka::kafka_changelog* changelog() override {
+        if constexpr (logged) {
+            auto& log = layer<logged_store>(*s_).changelog();
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(log)>, kafka::kafka_changelog>) return &log;
+            else return nullptr;
+        } else {
+            return nullptr;
+        }
+    }
+
+    [[nodiscard]] bool persistent() const override { return is_persistent(*s_); }
+
+    void restore(const record_view& r) override {
+        if constexpr (logged) {
+            auto& lg = layer<logged_store>(*s_);
+            try {
+                lg.codec().restore(lg.base(), r);
+            } catch (const std::exception& e) {
+                std::throw_with_nested(restore_error(s_->name(), r.offset, e.what()));
+            }
+        }
+    }
+
+    void flush() override {
+        if constexpr (detail::has_flush<Stack>) (void)s_->flush();
+    }
+
+    void save_checkpoint(offset_t offset) override {
+        if constexpr (logged) layer<logged_store>(*s_).save_checkpoint(offset);
+    }
+
+    void close() override {
+        if constexpr (detail::has_close<Stack>) s_->close();
+    }
+
+private:
+    Stack* s_;
+};
+
+/// @brief The part of a task the runtime drives. The typed part (the user's
+/// stores and processor) derives from it.
+///
+/// Threads: a task is built and restored on the instance's restore thread,
+/// then handed over (under a mutex) to the processing thread, which alone
+/// touches it from then on. `state` may be read from any thread.
+class task {
+public:
+    explicit task(std::int32_t partition) : partition_(partition), id_(std::to_string(partition)) {}
+    task(const task&) = delete;
+    task& operator=(const task&) = delete;
+    virtual ~task() = default;
+
+    [[nodiscard]] std::int32_t partition() const noexcept { return partition_; }
+    /// The task's name in metrics, logs and errors: its partition number.
+    [[nodiscard]] const std::string& id() const noexcept { return id_; }
+
+    [[nodiscard]] task_state state() const noexcept { return state_.load(std::memory_order_acquire); }
+    void set_state(task_state s) noexcept { state_.store(s, std::memory_order_release); }
+
+    /// The task's stores, once built.
+    [[nodiscard]] const std::vector<std::unique_ptr<store_port>>& stores() const noexcept { return stores_; }
+
+    /// Builds the task's stores with the user's factory (on the restore thread).
+    virtual void build(task_context& context) = 0;
+    /// Called on the processing thread when the task starts running.
+    virtual void start() = 0;
+    /// Decodes and processes one input record.
+    /// @throws processing_error the processor threw; bad_record_error under `fail`
+    virtual void process(const rd_kafka_message_t& m) = 0;
+    /// Runs the wall-clock punctuations that are due.
+    virtual void punctuate(std::chrono::steady_clock::time_point now) = 0;
+
+    /// Flushes every store.
+    void flush_stores() {
+        for (auto& s : stores_) s->flush();
+    }
+    /// Closes every store (after a flush, or without one when the state is
+    /// thrown away).
+    void close_stores() noexcept {
+        for (auto& s : stores_) {
+            try {
+                s->close();
+            } catch (...) {
+                // Closing is best effort: the changelog holds the state.
+            }
+        }
+    }
+
+    /// The next offset to read of each input topic (the one a commit names),
+    /// -1 until the first record of that topic.
+    std::vector<std::int64_t> next_offsets;
+    /// The task's checkpoint file (empty: none).
+    std::filesystem::path checkpoint_path;
+    /// The committed input offset of each input topic, looked up before the
+    /// task starts (RD_KAFKA_OFFSET_BEGINNING where nothing was committed).
+    std::vector<std::int64_t> committed_offsets;
+    /// Records processed since the last commit.
+    std::uint64_t uncommitted = 0;
+    takeover_timeline timeline;
+
+protected:
+    std::vector<std::unique_ptr<store_port>> stores_;
+
+private:
+    std::int32_t partition_;
+    std::string id_;
+    std::atomic<task_state> state_{task_state::created};
+};
+
+}  // namespace strata::runtime

@@ -1,0 +1,146 @@
+#pragma once
+/// @file
+/// @brief `task_context`: what a store factory gets when the runtime builds
+/// a task's stores. It supplies each store's changelog (a partition of the
+/// topic `<application id>-<store name>-changelog`), the logged layer that
+/// writes to it with the task's checkpoint, a metered layer labelled with the
+/// task, and a folder for the data of persistent stores.
+///
+///     [](strata::runtime::task_context& t) {
+///         return strata::hash_map_store<std::string, std::int64_t>("counts")
+///              | t.logged() | strata::cached() | t.metered();
+///     }
+
+#include <strata/decorators/closure.hpp>
+#include <strata/decorators/logged.hpp>
+#include <strata/decorators/metered.hpp>
+#include <strata/kafka/changelog.hpp>
+#include <strata/kafka/producer.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/runtime/config.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace strata::runtime {
+
+/// @brief What the instance lends every task_context.
+struct task_environment {
+    const application_config* config = nullptr;
+    std::shared_ptr<kafka::producer> producer;  ///< the instance's producer (transactional under exactly-once)
+    metrics::registry* registry = nullptr;
+    /// Makes sure the changelog topic of a store exists (one partition per
+    /// input partition, compacted) and returns its name.
+    std::function<std::string(std::string_view store)> ensure_changelog;
+};
+
+template <class CodecArg>
+class task_logged_closure;
+
+/// @brief The factory's view of the task it builds stores for.
+class task_context {
+public:
+    task_context(const task_environment& env, std::int32_t partition, std::filesystem::path directory,
+                 std::filesystem::path checkpoint)
+        : env_(&env), partition_(partition), id_(std::to_string(partition)), dir_(std::move(directory)),
+          checkpoint_(std::move(checkpoint)) {}
+
+    /// @brief The partition number of the input this task owns.
+    [[nodiscard]] std::int32_t partition() const noexcept { return partition_; }
+    [[nodiscard]] const std::string& task_id() const noexcept { return id_; }
+    /// @brief A folder of this task's own, for the files of persistent stores.
+    /// The runtime empties it when no checkpoint vouches for its contents.
+    [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
+    [[nodiscard]] metrics::registry& metrics() const noexcept { return *env_->registry; }
+    [[nodiscard]] const application_config& config() const noexcept { return *env_->config; }
+
+    /// @brief The changelog of store `store` for this task: its partition of
+    /// `<application id>-<store>-changelog` (created when missing), written
+    /// by the instance's producer, read committed.
+    [[nodiscard]] kafka::kafka_changelog changelog(std::string_view store) const {
+        const application_config& c = *env_->config;
+        kafka::kafka_changelog_options o;
+        o.bootstrap_servers = c.bootstrap_servers;
+        o.topic = env_->ensure_changelog(store);
+        o.partition = partition_;
+        o.consumer_settings = c.consumer_settings;
+        o.connect_timeout = c.broker_timeout;
+        o.request_timeout = c.broker_timeout;
+        o.read_committed = true;
+        o.replay_batch = 4096;
+        return kafka::kafka_changelog(std::move(o), env_->producer);
+    }
+
+    /// @brief Options of the logged layer of a store of this task: the task's
+    /// checkpoint (for a persistent store), its partition, and under
+    /// exactly-once no checkpoint at flush (the runtime writes it after the
+    /// transaction commits).
+    [[nodiscard]] logged_options log_options(bool persistent) const {
+        logged_options o;
+        if (persistent) o.checkpoint = checkpoint_;
+        o.partition = partition_;
+        o.checkpoint_on_flush = env_->config->guarantee == processing_guarantee::at_least_once;
+        return o;
+    }
+
+    /// @brief `store | t.logged()`: logs the store, with its default codec, to
+    /// the changelog the runtime supplies for it (named after `store.name()`).
+    [[nodiscard]] task_logged_closure<strata::detail::use_default_codec> logged() const;
+    /// @brief `store | t.logged(codec)`: the same with an explicit codec.
+    template <class Codec>
+    [[nodiscard]] task_logged_closure<Codec> logged(Codec codec) const;
+
+    /// @brief `store | t.metered()`: metered into the application's registry,
+    /// with a `task` label beside `store`.
+    [[nodiscard]] metered_closure metered(metered_options o = {}) const {
+        o.labels.emplace_back("task", id_);
+        return strata::metered(*env_->registry, std::move(o));
+    }
+
+private:
+    const task_environment* env_;
+    std::int32_t partition_;
+    std::string id_;
+    std::filesystem::path dir_;
+    std::filesystem::path checkpoint_;
+};
+
+/// @brief The closure `task_context::logged()` returns: the logged layer,
+/// with the changelog and options the runtime supplies for the store it wraps.
+template <class CodecArg>
+class task_logged_closure : public layer_closure<task_logged_closure<CodecArg>> {
+public:
+    static constexpr layer_kind kind = layer_kind::logged;
+
+    task_logged_closure(const task_context& t, CodecArg codec) : t_(&t), codec_(std::move(codec)) {}
+
+    template <class S>
+    auto wrap(S&& s) const {
+        kafka::kafka_changelog log = t_->changelog(s.name());
+        logged_options opts = t_->log_options(is_persistent(s));
+        if constexpr (std::is_same_v<CodecArg, strata::detail::use_default_codec>)
+            return std::forward<S>(s) | strata::logged(std::move(log), std::move(opts));
+        else
+            return std::forward<S>(s) | strata::logged(std::move(log), codec_, std::move(opts));
+    }
+
+private:
+    const task_context* t_;
+    CodecArg codec_;
+};
+
+inline task_logged_closure<strata::detail::use_default_codec> task_context::logged() const {
+    return task_logged_closure<strata::detail::use_default_codec>(*this, {});
+}
+
+template <class Codec>
+task_logged_closure<Codec> task_context::logged(Codec codec) const {
+    return task_logged_closure<Codec>(*this, std::move(codec));
+}
+
+}  // namespace strata::runtime
