@@ -209,6 +209,11 @@ transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=1
 # Consumers in tests join at once instead of waiting 3 s for more members.
 group.initial.rebalance.delay.ms=0
+# A transactional producer killed mid-transaction leaves it open, and
+# read-committed readers of its partitions stop before it, until the
+# coordinator aborts it: at the transaction timeout, found by a scan every
+# 10 s by default. Failover tests scan every second.
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 
 # After a SIGKILL the controller keeps the dead broker's registration until
 # its session expires, and the restarted broker cannot register before that:

@@ -27,6 +27,7 @@
 #include <strata/runtime/task.hpp>
 #include <strata/runtime/task_context.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -211,8 +212,11 @@ private:
         kafka::producer_options o;
         o.bootstrap_servers = config_.bootstrap_servers;
         o.extra = config_.producer_settings;
+        auto delivery_timeout = config_.broker_timeout;
+        if (config_.guarantee == processing_guarantee::exactly_once)
+            delivery_timeout = std::min(delivery_timeout, config_.transaction_timeout);  // librdkafka requires it
         if (!o.extra.contains("message.timeout.ms"))
-            o.extra["message.timeout.ms"] = std::to_string(config_.broker_timeout.count());
+            o.extra["message.timeout.ms"] = std::to_string(delivery_timeout.count());
         if (config_.guarantee == processing_guarantee::exactly_once) {
             o.transactional_id = config_.application_id + "-" + config_.instance_id;
             o.extra["transaction.timeout.ms"] = std::to_string(config_.transaction_timeout.count());

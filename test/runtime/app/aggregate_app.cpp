@@ -1,0 +1,147 @@
+// One instance of the runtime tests' application: reads (string key, int64
+// amount) records, keeps per-key totals in a store logged to Kafka, and
+// writes one `update` per input to the output topic. The tests start several
+// of these as separate processes, kill some, restart others.
+//
+// It reports on stdout, one line each, for the tests to read:
+//   restored task=<p> store=<name> records=<n> from=<offset> to=<offset>
+//   started task=<p> restored=<n> previous_commit_ms=<ms> assigned_ms=<ms> restored_ms=<ms> first_record_ms=<ms>
+//   stopped
+//
+// Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
+//          --instance NAME [--exactly-once] [--persistent] [--dead-letter]
+//          [--commit-ms N] [--session-ms N] [--delay-us N]
+
+#include "aggregate.hpp"
+#include "snapshot_store.hpp"
+
+#include <strata/decorators/all.hpp>
+#include <strata/runtime/application.hpp>
+#include <strata/stores/hash_map_store.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+
+namespace {
+
+std::function<void()> stop_app;
+void on_signal(int) {
+    if (stop_app) stop_app();
+}
+
+struct options {
+    std::map<std::string, std::string> values;
+    [[nodiscard]] std::string get(const std::string& name, const std::string& fallback = "") const {
+        const auto it = values.find(name);
+        return it == values.end() ? fallback : it->second;
+    }
+    [[nodiscard]] bool flag(const std::string& name) const { return values.contains(name); }
+};
+
+options parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a.rfind("--", 0) != 0) continue;
+        if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) o.values[a.substr(2)] = argv[++i];
+        else o.values[a.substr(2)] = "";
+    }
+    return o;
+}
+
+template <class Store>
+auto make_app(const strata::runtime::application_config& c, Store make_store, std::chrono::microseconds delay,
+              const std::string& output) {
+    return strata::runtime::make_application<std::string, std::int64_t>(
+        c,
+        [make_store](strata::runtime::task_context& t) { return make_store(t) | t.logged() | strata::cached(); },
+        [output, delay](auto& ctx, const auto& r) {
+            auto& store = ctx.stores();
+            runtime_test::totals now = store.get(r.key).value_or(runtime_test::totals{0, 0});
+            now.count += 1;
+            now.sum += r.value.value_or(0);
+            store.put(r.key, now);
+            ctx.emit(output, r.key, runtime_test::update{r.offset, now.count, now.sum});
+            if (delay.count() > 0) std::this_thread::sleep_for(delay);
+        });
+}
+
+template <class App>
+int run(App& app) {
+    app.on_restore([](const strata::runtime::restore_event& e) {
+        if (e.what != strata::runtime::restore_event::phase::end) return;
+        std::printf("restored task=%s store=%.*s records=%llu from=%llu to=%llu\n", e.task.c_str(),
+                    static_cast<int>(e.progress.store.size()), e.progress.store.data(),
+                    static_cast<unsigned long long>(e.progress.records_done),
+                    static_cast<unsigned long long>(e.progress.from), static_cast<unsigned long long>(e.progress.to));
+        std::fflush(stdout);
+    });
+    app.on_takeover([](const strata::runtime::task& t) {
+        const auto& tl = t.timeline;
+        std::printf("started task=%s restored=%llu previous_commit_ms=%lld assigned_ms=%lld restored_ms=%lld "
+                    "first_record_ms=%lld\n",
+                    t.id().c_str(), static_cast<unsigned long long>(tl.records_restored),
+                    static_cast<long long>(tl.previous_commit_ms), static_cast<long long>(tl.assigned_ms),
+                    static_cast<long long>(tl.restored_ms), static_cast<long long>(tl.first_record_ms));
+        std::fflush(stdout);
+    });
+    stop_app = [&app] { app.stop(); };
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal);
+    app.run();
+    std::printf("stopped\n");
+    std::fflush(stdout);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse(argc, argv);
+    strata::runtime::application_config c;
+    c.application_id = o.get("app");
+    c.bootstrap_servers = o.get("bootstrap");
+    c.input_topics = {o.get("input")};
+    c.state_dir = o.get("state");
+    c.instance_id = o.get("instance");
+    if (o.flag("exactly-once")) c.guarantee = strata::runtime::processing_guarantee::exactly_once;
+    if (o.flag("dead-letter")) c.on_bad_record = strata::runtime::bad_record_action::dead_letter;
+    c.commit_interval = std::chrono::milliseconds(std::stoll(o.get("commit-ms", "0")));
+    c.session_timeout = std::chrono::milliseconds(std::stoll(o.get("session-ms", "6000")));
+    c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));
+    const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));
+    const std::string output = o.get("output");
+    try {
+        if (o.flag("persistent")) {
+            auto app = make_app(
+                c,
+                [](strata::runtime::task_context& t) {
+                    return runtime_test::snapshot_store<std::string, runtime_test::totals>("totals",
+                                                                                         t.directory() / "totals.snapshot");
+                },
+                delay, output);
+            return run(app);
+        }
+        auto app = make_app(
+            c,
+            [](strata::runtime::task_context&) {
+                return strata::hash_map_store<std::string, runtime_test::totals>("totals");
+            },
+            delay, output);
+        return run(app);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "aggregate_app failed: %s\n", e.what());
+        try {
+            std::rethrow_if_nested(e);
+        } catch (const std::exception& inner) {
+            std::fprintf(stderr, "  because: %s\n", inner.what());
+        }
+        return 2;
+    }
+}

@@ -1,0 +1,134 @@
+// Three instances of one application, as separate processes, over an input
+// topic of six partitions, computing a per-key aggregate. Input arrives
+// while they run; one instance is SIGKILLed mid-stream and the other two
+// take its partitions over, restoring its stores from their changelogs.
+//
+// Exactly-once: the output equals, record for record, what one uninterrupted
+// run produces. At-least-once: no input is missing from the output
+// (duplicates are allowed, and counted).
+
+#include "runtime_test_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <cstdio>
+
+using namespace runtime_test;
+
+namespace {
+
+struct scenario {
+    bool exactly_once = false;
+    std::int32_t partitions = 6;
+    int keys = 200;
+    std::int64_t records = 12'000;
+    std::chrono::milliseconds pace{1};  // between two input records
+    std::chrono::seconds kill_after{5};
+};
+
+struct outcome {
+    partitioned_input written;
+    std::string output_topic;
+    std::vector<std::string> survivor_lines;
+};
+
+outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
+    const std::string app = kafka_test::unique_name("failover");
+    const std::string input = kafka_test::make_topic("failover-in", s.partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("failover-out", s.partitions, {{"cleanup.policy", "delete"}});
+
+    const auto args = [&](int i) {
+        std::vector<std::string> a{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input,
+                                   "--output", output, "--state", (dir / ("state-" + std::to_string(i))).string(),
+                                   "--instance", "instance-" + std::to_string(i), "--commit-ms", "200",
+                                   "--session-ms", "6000"};
+        if (s.exactly_once) a.insert(a.end(), {"--exactly-once", "--transaction-ms", "5000"});
+        return a;
+    };
+    std::vector<std::unique_ptr<instance_process>> instances;
+    for (int i = 0; i < 3; ++i)
+        instances.push_back(std::make_unique<instance_process>(args(i), dir / ("instance-" + std::to_string(i) + ".log")));
+
+    input_writer in(input, s.partitions);
+    const auto start = std::chrono::steady_clock::now();
+    bool killed = false;
+    for (std::int64_t i = 0; i < s.records; ++i) {
+        in.write(i, s.keys);
+        std::this_thread::sleep_for(s.pace);
+        if (!killed && std::chrono::steady_clock::now() - start > s.kill_after) {
+            instances[1]->kill(SIGKILL);
+            killed = true;
+            std::printf("killed instance-1 after %lld records\n", static_cast<long long>(i + 1));
+        }
+    }
+    in.flush();
+    REQUIRE(killed);
+    INFO("instance-0:\n" << instances[0]->output() << "instance-2:\n" << instances[2]->output());
+    REQUIRE(await_committed(app, input, in.written(), 120s,
+                            [&] { return instances[0]->running() && instances[2]->running(); }));
+    for (int i : {0, 2}) {
+        instances[static_cast<std::size_t>(i)]->kill(SIGTERM);
+        const int status = instances[static_cast<std::size_t>(i)]->wait();
+        INFO("instance-" << i << ":\n" << instances[static_cast<std::size_t>(i)]->output());
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+    }
+    outcome o{in.written(), output, {}};
+    for (int i : {0, 2})
+        for (auto& l : instances[static_cast<std::size_t>(i)]->lines()) o.survivor_lines.push_back(l);
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: exactly-once over three instances, one killed: the output of an uninterrupted run",
+          "[kafka][runtime][failover]") {
+    test_support::temp_dir dir;
+    scenario s;
+    s.exactly_once = true;
+    const outcome o = run_with_a_kill(s, dir);
+    std::size_t taken_over = 0;
+    for (const auto& l : o.survivor_lines)
+        if (l.rfind("started task=", 0) == 0 && field(l, "previous_commit_ms") > 0) ++taken_over;
+    CHECK(taken_over >= 1);  // the killed instance's tasks moved to the survivors
+    for (std::int32_t p = 0; p < s.partitions; ++p)
+        std::printf("partition %d: %zu outputs, %zu expected\n", p, read_output(o.output_topic, p).size(),
+                    expected_output(o.written[static_cast<std::size_t>(p)]).size());
+    for (std::int32_t p = 0; p < s.partitions; ++p) {
+        INFO("partition " << p);
+        const auto expected = expected_output(o.written[static_cast<std::size_t>(p)]);
+        const auto actual = read_output(o.output_topic, p);
+        REQUIRE(actual.size() == expected.size());
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            INFO("output record " << i);
+            REQUIRE(actual[i].first == expected[i].first);
+            REQUIRE(actual[i].second == expected[i].second);
+        }
+    }
+}
+
+TEST_CASE("runtime: at-least-once over three instances, one killed: no input is lost",
+          "[kafka][runtime][failover]") {
+    test_support::temp_dir dir;
+    scenario s;
+    const outcome o = run_with_a_kill(s, dir);
+    std::size_t inputs = 0, outputs = 0;
+    for (std::int32_t p = 0; p < s.partitions; ++p) {
+        INFO("partition " << p);
+        const auto& written = o.written[static_cast<std::size_t>(p)];
+        std::vector<int> seen(written.size(), 0);
+        for (const auto& [key, u] : read_output(o.output_topic, p)) {
+            REQUIRE(u.input_offset >= 0);
+            REQUIRE(static_cast<std::size_t>(u.input_offset) < written.size());
+            REQUIRE(key == written[static_cast<std::size_t>(u.input_offset)].key);
+            ++seen[static_cast<std::size_t>(u.input_offset)];
+            ++outputs;
+        }
+        for (std::size_t offset = 0; offset < written.size(); ++offset) {
+            INFO("input offset " << offset);
+            REQUIRE(seen[offset] >= 1);
+        }
+        inputs += written.size();
+    }
+    std::printf("at-least-once: %zu inputs, %zu outputs, %zu duplicates\n", inputs, outputs, outputs - inputs);
+}

@@ -1,0 +1,267 @@
+#pragma once
+// What the runtime tests share: instances of test/runtime/app as child
+// processes, input written key by key into the partition Kafka's Java
+// producer would pick, output and committed offsets read back, and the
+// output a single uninterrupted run would produce, to compare against.
+
+#include "app/aggregate.hpp"
+#include "kafka/kafka_test_support.hpp"
+
+#include <strata/kafka/changelog.hpp>
+#include <strata/kafka/murmur2.hpp>
+#include <strata/kafka/producer.hpp>
+#include <strata/serde/encode.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace runtime_test {
+
+using namespace std::chrono_literals;
+
+/// One input record as the test wrote it.
+struct input {
+    std::string key;
+    std::int64_t amount;
+};
+
+/// Input records by partition, in offset order.
+using partitioned_input = std::vector<std::vector<input>>;
+
+inline std::string key_of(std::int64_t i, int keys) { return "k" + std::to_string(i % keys); }
+inline std::int64_t amount_of(std::int64_t i) { return i % 13 + 1; }
+
+inline std::int32_t partition_of(const std::string& key, std::int32_t partitions) {
+    return strata::kafka::default_partition(strata::as_bytes(key), partitions);
+}
+
+/// Writes input records to a topic, each to the partition of its key.
+class input_writer {
+public:
+    input_writer(std::string topic, std::int32_t partitions)
+        : topic_(std::move(topic)), partitions_(partitions),
+          producer_(strata::kafka::producer_options{kafka_test::bootstrap(), std::nullopt, {{"linger.ms", "2"}}}),
+          tracker_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)),
+          written_(static_cast<std::size_t>(partitions)) {}
+
+    /// Writes record i (key k<i % keys>, amount amount_of(i)), or `raw_value` as its value bytes.
+    void write(std::int64_t i, int keys, std::optional<std::string> raw_value = std::nullopt) {
+        const std::string key = key_of(i, keys);
+        const std::int32_t p = partition_of(key, partitions_);
+        const strata::byte_buffer value = raw_value ? strata::byte_buffer(strata::as_bytes(*raw_value).begin(),
+                                                                          strata::as_bytes(*raw_value).end())
+                                                    : strata::encode(amount_of(i));
+        producer_.produce(rkt_.get(), p, strata::as_bytes(key), strata::bytes_view(value), *tracker_);
+        written_[static_cast<std::size_t>(p)].push_back({key, raw_value ? -1 : amount_of(i)});
+    }
+
+    void flush() {
+        producer_.wait(*tracker_);
+        REQUIRE_FALSE(tracker_->has_failed());
+    }
+
+    [[nodiscard]] const partitioned_input& written() const noexcept { return written_; }
+
+private:
+    std::string topic_;
+    std::int32_t partitions_;
+    strata::kafka::producer producer_;
+    strata::kafka::delivery_tracker* tracker_;
+    strata::kafka::unique_topic rkt_;
+    partitioned_input written_;
+};
+
+/// What the output of partition p must be after a run without failures:
+/// one update per input (skipping inputs whose amount is -1, the poison ones).
+inline std::vector<std::pair<std::string, update>> expected_output(const std::vector<input>& in) {
+    std::map<std::string, totals> t;
+    std::vector<std::pair<std::string, update>> out;
+    for (std::size_t offset = 0; offset < in.size(); ++offset) {
+        if (in[offset].amount < 0) continue;
+        totals& now = t[in[offset].key];
+        now.count += 1;
+        now.sum += in[offset].amount;
+        out.emplace_back(in[offset].key, update{static_cast<std::int64_t>(offset), now.count, now.sum});
+    }
+    return out;
+}
+
+/// Waits until no transaction is open on a partition (its last stable
+/// offset reached its high watermark): a killed instance leaves its last
+/// transaction open until the broker aborts it, and a read-committed reader
+/// stops before it until then.
+inline void await_stable(const std::string& topic, std::int32_t partition, std::chrono::seconds timeout = 60s) {
+    const auto handle = [](bool committed) {
+        strata::kafka::conf c;
+        c.set("bootstrap.servers", kafka_test::bootstrap());
+        c.set("isolation.level", committed ? "read_committed" : "read_uncommitted");
+        return strata::kafka::client(RD_KAFKA_CONSUMER, std::move(c));
+    };
+    const strata::kafka::client committed = handle(true), uncommitted = handle(false);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto stable = strata::kafka::query_end_offset(committed.get(), topic, partition, 10s);
+        const auto high = strata::kafka::query_end_offset(uncommitted.get(), topic, partition, 10s);
+        if (stable == high) return;
+        if (std::chrono::steady_clock::now() > deadline)
+            FAIL(topic << "[" << partition << "] still has an open transaction after " << timeout.count() << " s");
+        std::this_thread::sleep_for(200ms);
+    }
+}
+
+/// Every record of one partition of a topic, read committed, once no
+/// transaction is open on it.
+inline std::vector<std::pair<std::string, strata::byte_buffer>> read_partition(const std::string& topic,
+                                                                              std::int32_t partition) {
+    await_stable(topic, partition);
+    strata::kafka::kafka_changelog log(kafka_test::log_options(topic, partition));
+    std::vector<std::pair<std::string, strata::byte_buffer>> out;
+    for (const strata::record_view r : log.replay(0))
+        out.emplace_back(std::string(strata::as_chars(r.key)),
+                         r.value ? strata::byte_buffer(r.value->begin(), r.value->end()) : strata::byte_buffer{});
+    return out;
+}
+
+inline std::vector<std::pair<std::string, update>> read_output(const std::string& topic, std::int32_t partition) {
+    std::vector<std::pair<std::string, update>> out;
+    for (const auto& [k, v] : read_partition(topic, partition)) out.emplace_back(k, strata::decode<update>(v));
+    return out;
+}
+
+/// The group's committed offset of each partition of `topic` (0 where none).
+inline std::vector<std::int64_t> committed(const std::string& group, const std::string& topic,
+                                           std::int32_t partitions) {
+    strata::kafka::conf c;
+    c.set("bootstrap.servers", kafka_test::bootstrap());
+    c.set("group.id", group);
+    c.set("isolation.level", "read_committed");
+    const strata::kafka::client consumer(RD_KAFKA_CONSUMER, std::move(c));
+    const strata::kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(partitions));
+    for (std::int32_t p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
+    strata::kafka::check(rd_kafka_committed(consumer.get(), l.get(), 30'000), "read committed offsets");
+    std::vector<std::int64_t> out;
+    for (int i = 0; i < l->cnt; ++i) out.push_back(l->elems[i].offset < 0 ? 0 : l->elems[i].offset);
+    return out;
+}
+
+/// Waits until the group has committed every input record written, or
+/// `alive()` says the instances that should commit are gone.
+inline bool await_committed(const std::string& group, const std::string& topic, const partitioned_input& written,
+                            std::chrono::seconds timeout, const std::function<bool()>& alive = [] { return true; }) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto partitions = static_cast<std::int32_t>(written.size());
+    for (;;) {
+        const std::vector<std::int64_t> c = committed(group, topic, partitions);
+        bool all = true;
+        for (std::size_t p = 0; p < written.size(); ++p) all = all && c[p] >= static_cast<std::int64_t>(written[p].size());
+        if (all) return true;
+        if (std::chrono::steady_clock::now() > deadline || !alive()) return false;
+        std::this_thread::sleep_for(200ms);
+    }
+}
+
+/// One instance of the test application, as a child process whose stdout
+/// goes to a file.
+class instance_process {
+public:
+    instance_process(std::vector<std::string> args, std::filesystem::path log) : log_(std::move(log)) {
+        args.insert(args.begin(), STRATA_AGGREGATE_APP);
+        // Everything the child needs is made before fork: other threads of
+        // this process (librdkafka's) may hold the allocator's lock.
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        const std::string path = log_.string();
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0) ::_exit(127);
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+    }
+    instance_process(const instance_process&) = delete;
+    instance_process& operator=(const instance_process&) = delete;
+    ~instance_process() {
+        if (running()) {
+            ::kill(pid_, SIGKILL);
+            (void)wait();
+        }
+    }
+
+    /// Whether the process has not ended (reaps it if it has).
+    [[nodiscard]] bool running() {
+        if (pid_ <= 0 || status_) return false;
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) != pid_) return true;
+        status_ = status;
+        return false;
+    }
+
+    void kill(int signal) { REQUIRE(::kill(pid_, signal) == 0); }
+
+    /// Waits for the process to end; its wait status.
+    int wait(std::chrono::seconds timeout = 60s) {
+        if (status_) return *status_;
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        int status = 0;
+        for (;;) {
+            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) break;
+            if (std::chrono::steady_clock::now() > deadline) {
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, &status, 0);
+                break;
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        status_ = status;
+        return status;
+    }
+
+    /// The lines it printed so far.
+    [[nodiscard]] std::vector<std::string> lines() const {
+        std::ifstream in(log_);
+        std::vector<std::string> out;
+        for (std::string l; std::getline(in, l);) out.push_back(l);
+        return out;
+    }
+    [[nodiscard]] std::string output() const {
+        std::ostringstream s;
+        for (const auto& l : lines()) s << l << "\n";
+        return s.str();
+    }
+
+private:
+    std::filesystem::path log_;
+    pid_t pid_ = -1;
+    std::optional<int> status_;
+};
+
+/// The value of `name=` in a line like "restored task=3 records=10".
+inline std::int64_t field(const std::string& line, const std::string& name) {
+    const auto at = line.find(" " + name + "=");
+    if (at == std::string::npos) return -1;
+    return std::stoll(line.substr(at + name.size() + 2));
+}
+
+}  // namespace runtime_test
