@@ -12,10 +12,14 @@
 #   restore ...           restore a store from an existing changelog
 #   interop-write ...     Kafka Streams writes A-S-changelog from a records file
 #   interop-read ...      Kafka Streams restores A-S-changelog and dumps it
+#   runtime ...           one long-lived instance of the runtime benchmark's app,
+#                         until SIGTERM/SIGINT (prints event lines, not JSON)
+#   runtime-feed ...      write input records for runtime
 #   help                  this text and the peer's own option list
 #
-# Each run command prints one JSON line on stdout; logs go to stderr. Without
-# --bootstrap, $STRATA_KAFKA_BOOTSTRAP is used (see scripts/kafka-broker.sh env).
+# Each run command but runtime prints one JSON line on stdout; logs go to
+# stderr. Without --bootstrap, $STRATA_KAFKA_BOOTSTRAP is used (see
+# scripts/kafka-broker.sh env).
 #
 # Example:
 #   scripts/kafka-broker.sh start && eval "$(scripts/kafka-broker.sh env)"
@@ -116,7 +120,7 @@ main() {
   case "${cmd}" in
     build) cmd_build ;;
     jar) cmd_build; echo "${jar}" ;;
-    write | restore | interop-write | interop-read) cmd_run "$@" ;;
+    write | restore | interop-write | interop-read | runtime | runtime-feed) cmd_run "$@" ;;
     "" | -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
       if build_ready; then echo; java -jar "${jar}" --help; fi

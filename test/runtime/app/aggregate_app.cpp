@@ -10,7 +10,7 @@
 //
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent] [--dead-letter]
-//          [--commit-ms N] [--session-ms N] [--delay-us N]
+//          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -55,12 +55,17 @@ options parse(int argc, char** argv) {
     return o;
 }
 
-template <class Store>
+template <bool Cache, class Store>
 auto make_app(const strata::runtime::application_config& c, Store make_store, std::chrono::microseconds delay,
               const std::string& output) {
     return strata::runtime::make_application<std::string, std::int64_t>(
         c,
-        [make_store](strata::runtime::task_context& t) { return make_store(t) | t.logged() | strata::cached(); },
+        [make_store](strata::runtime::task_context& t) {
+            // Without the cache every update writes its record at once, so a
+            // kill leaves records after the last checkpoint.
+            if constexpr (Cache) return make_store(t) | t.logged() | strata::cached();
+            else return make_store(t) | t.logged();
+        },
         [output, delay](auto& ctx, const auto& r) {
             auto& store = ctx.stores();
             runtime_test::totals now = store.get(r.key).value_or(runtime_test::totals{0, 0});
@@ -73,7 +78,7 @@ auto make_app(const strata::runtime::application_config& c, Store make_store, st
 }
 
 template <class App>
-int run(App& app) {
+int run(App&& app) {
     app.on_restore([](const strata::runtime::restore_event& e) {
         if (e.what != strata::runtime::restore_event::phase::end) return;
         std::printf("restored task=%s store=%.*s records=%llu from=%llu to=%llu\n", e.task.c_str(),
@@ -118,23 +123,20 @@ int main(int argc, char** argv) {
     const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));
     const std::string output = o.get("output");
     try {
+        const auto in_memory = [](strata::runtime::task_context&) {
+            return strata::hash_map_store<std::string, runtime_test::totals>("totals");
+        };
+        const auto persistent = [](strata::runtime::task_context& t) {
+            return runtime_test::snapshot_store<std::string, runtime_test::totals>("totals",
+                                                                                 t.directory() / "totals.snapshot");
+        };
+        const bool cache = !o.flag("no-cache");
         if (o.flag("persistent")) {
-            auto app = make_app(
-                c,
-                [](strata::runtime::task_context& t) {
-                    return runtime_test::snapshot_store<std::string, runtime_test::totals>("totals",
-                                                                                         t.directory() / "totals.snapshot");
-                },
-                delay, output);
-            return run(app);
+            if (cache) return run(make_app<true>(c, persistent, delay, output));
+            return run(make_app<false>(c, persistent, delay, output));
         }
-        auto app = make_app(
-            c,
-            [](strata::runtime::task_context&) {
-                return strata::hash_map_store<std::string, runtime_test::totals>("totals");
-            },
-            delay, output);
-        return run(app);
+        if (cache) return run(make_app<true>(c, in_memory, delay, output));
+        return run(make_app<false>(c, in_memory, delay, output));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "aggregate_app failed: %s\n", e.what());
         try {

@@ -3,7 +3,8 @@ package io.strata.peer;
 /**
  * Kafka Streams running strata's benchmark workloads, and the Kafka Streams
  * side of the changelog interoperability test. Each subcommand prints one
- * JSON object on one line on stdout; everything else goes to stderr.
+ * JSON object on one line on stdout (`runtime` prints event lines instead);
+ * everything else goes to stderr.
  */
 public final class Peer {
     private Peer() {}
@@ -28,6 +29,16 @@ public final class Peer {
               interop-read   restore store S from an existing A-S-changelog and dump it sorted
                 --application-id A --store S --out FILE [--store-type inmemory|rocksdb]
                 [--guarantee at_least_once|exactly_once_v2]  (exactly_once_v2 for a transactional changelog)
+              runtime        one long-lived instance of the runtime benchmark's app (per-key count and sum in
+                             store "totals", one 24-byte output record per input) until SIGTERM/SIGINT; prints
+                             state/restored/started/standby/stopped lines instead of JSON
+                --application-id A --input T --output T --state-dir D [--instance NAME (peer-<pid>)]
+                [--guarantee at_least_once|exactly_once_v2] [--standbys 0] [--threads 1]
+                [--session-ms 10000] [--commit-ms 30000 (100 under exactly_once_v2)] [--transaction-ms 10000]
+                [--store inmemory|rocksdb] [--cache-bytes 10MiB (0: caching off)]
+              runtime-feed   input for runtime: record i has key k<i % keys>, Long value (i % 13) + 1,
+                             partition murmur2(key) % partitions
+                --topic T --records N [--keys 100] [--first 0] [--partitions P (create T if missing)]
 
             Numbers take suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
             """;
@@ -45,10 +56,14 @@ public final class Peer {
                 case "restore" -> Restore.run(a);
                 case "interop-write" -> Interop.write(a);
                 case "interop-read" -> Interop.read(a);
+                case "runtime" -> StreamRuntime.run(a);
+                case "runtime-feed" -> StreamRuntime.feed(a);
                 default -> throw new Args.UsageException("unknown command '" + argv[0] + "'");
             };
-            System.out.println(result);
-            System.out.flush();
+            if (result != null) { // runtime has printed its lines already
+                System.out.println(result);
+                System.out.flush();
+            }
         } catch (Args.UsageException e) {
             System.err.println("peer: " + e.getMessage());
             System.err.print(USAGE);

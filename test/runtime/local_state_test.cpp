@@ -1,0 +1,126 @@
+// Local state: an instance restarted on the same state directory restores
+// only the part of each changelog its checkpoint does not cover (nothing at
+// all after a clean stop), and two instances cannot share a state directory.
+
+#include "runtime_test_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <strata/runtime/state_directory.hpp>
+
+#include <cstdio>
+
+using namespace runtime_test;
+
+namespace {
+
+struct restore_line {
+    std::int64_t task, records, from, to;
+};
+
+std::vector<restore_line> restores(const instance_process& p) {
+    std::vector<restore_line> out;
+    for (const auto& l : p.lines())
+        if (l.rfind("restored task=", 0) == 0)
+            out.push_back({field(l, "task"), field(l, "records"), field(l, "from"), field(l, "to")});
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: a restart on the same state directory restores only the changelog's tail",
+          "[kafka][runtime][local-state]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 2;
+    constexpr int keys = 50;
+    const std::string app = kafka_test::unique_name("restart");
+    const std::string input = kafka_test::make_topic("restart-in", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("restart-out", partitions, {{"cleanup.policy", "delete"}});
+    const std::vector<std::string> args{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input,
+                                        "--output", output, "--state", (dir / "state").string(), "--instance", "one",
+                                        "--commit-ms", "200", "--persistent", "--no-cache"};
+    input_writer in(input, partitions);
+    std::int64_t next = 0;
+    const auto write = [&](std::int64_t n) {
+        for (const std::int64_t end = next + n; next < end; ++next) {
+            in.write(next, keys);
+            std::this_thread::sleep_for(1ms);
+        }
+        in.flush();
+    };
+
+    // First run: everything restored from nothing, then a clean stop.
+    {
+        instance_process first(args, dir / "first.log");
+        write(2000);
+        REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
+        first.kill(SIGTERM);
+        const int status = first.wait();
+        INFO(first.output());
+        REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+
+    // After a clean stop the checkpoint covers every changelog: nothing to restore.
+    {
+        instance_process second(args, dir / "second.log");
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (restores(second).size() < partitions && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(100ms);
+        INFO(second.output());
+        const auto r = restores(second);
+        REQUIRE(r.size() == partitions);
+        for (const auto& each : r) {
+            INFO("task " << each.task);
+            CHECK(each.from > 0);
+            CHECK(each.from == each.to);
+            CHECK(each.records == 0);
+        }
+        // Then input arrives, and the instance is killed in the middle of it.
+        write(1500);
+        second.kill(SIGKILL);
+        (void)second.wait();
+    }
+
+    // After the kill only the records written since the last checkpoint are restored.
+    {
+        instance_process third(args, dir / "third.log");
+        REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return third.running(); }));
+        INFO(third.output());
+        const auto r = restores(third);
+        REQUIRE(r.size() == partitions);
+        std::int64_t tail = 0, whole = 0;
+        for (const auto& each : r) {
+            INFO("task " << each.task);
+            CHECK(each.from > 0);
+            CHECK(each.records == each.to - each.from);
+            tail += each.records;
+            whole += each.to;
+        }
+        std::printf("restart after kill: restored %lld of %lld changelog records\n", static_cast<long long>(tail),
+                    static_cast<long long>(whole));
+        CHECK(tail < whole / 4);
+        third.kill(SIGTERM);
+        (void)third.wait();
+    }
+
+    // At-least-once: every input made it to the output.
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        const auto& written = in.written()[static_cast<std::size_t>(p)];
+        std::vector<bool> seen(written.size(), false);
+        for (const auto& [key, u] : read_output(output, p)) seen.at(static_cast<std::size_t>(u.input_offset)) = true;
+        for (std::size_t offset = 0; offset < written.size(); ++offset) {
+            INFO("partition " << p << " offset " << offset);
+            REQUIRE(seen[offset]);
+        }
+    }
+}
+
+TEST_CASE("runtime: two instances cannot share a state directory", "[kafka][runtime][local-state]") {
+    test_support::temp_dir dir;
+    const strata::runtime::state_directory first(dir.path(), "app");
+    REQUIRE_THROWS_WITH(strata::runtime::state_directory(dir.path(), "app"),
+                        Catch::Contains("is in use by another instance") &&
+                            Catch::Contains("(process " + std::to_string(::getpid()) + ")"));
+    // Another application may use the same root.
+    REQUIRE_NOTHROW(strata::runtime::state_directory(dir.path(), "other-app"));
+}
