@@ -11,6 +11,8 @@
 
 #include "support/temp_dir.hpp"
 
+#include <strata/runtime/task.hpp>
+
 #include <cstdio>
 
 using namespace runtime_test;
@@ -24,12 +26,14 @@ struct scenario {
     std::int64_t records = 12'000;
     std::chrono::milliseconds pace{1};  // between two input records
     std::chrono::seconds kill_after{5};
+    int standbys = 0;
 };
 
 struct outcome {
     partitioned_input written;
     std::string output_topic;
-    std::vector<std::string> survivor_lines;
+    std::int64_t killed_at_ms = 0;
+    std::vector<std::vector<std::string>> survivor_logs;
 };
 
 outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
@@ -43,6 +47,7 @@ outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
                                    "--instance", "instance-" + std::to_string(i), "--commit-ms", "200",
                                    "--session-ms", "6000"};
         if (s.exactly_once) a.insert(a.end(), {"--exactly-once", "--transaction-ms", "5000"});
+        if (s.standbys > 0) a.insert(a.end(), {"--standbys", std::to_string(s.standbys)});
         return a;
     };
     std::vector<std::unique_ptr<instance_process>> instances;
@@ -52,12 +57,14 @@ outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
     input_writer in(input, s.partitions);
     const auto start = std::chrono::steady_clock::now();
     bool killed = false;
+    std::int64_t killed_at_ms = 0;
     for (std::int64_t i = 0; i < s.records; ++i) {
         in.write(i, s.keys);
         std::this_thread::sleep_for(s.pace);
         if (!killed && std::chrono::steady_clock::now() - start > s.kill_after) {
             instances[1]->kill(SIGKILL);
             killed = true;
+            killed_at_ms = strata::runtime::wall_clock_ms();
             std::printf("killed instance-1 after %lld records\n", static_cast<long long>(i + 1));
         }
     }
@@ -73,9 +80,8 @@ outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
         REQUIRE(WIFEXITED(status));
         REQUIRE(WEXITSTATUS(status) == 0);
     }
-    outcome o{in.written(), output, {}};
-    for (int i : {0, 2})
-        for (auto& l : instances[static_cast<std::size_t>(i)]->lines()) o.survivor_lines.push_back(l);
+    outcome o{in.written(), output, killed_at_ms, {}};
+    for (int i : {0, 2}) o.survivor_logs.push_back(instances[static_cast<std::size_t>(i)]->lines());
     return o;
 }
 
@@ -88,8 +94,9 @@ TEST_CASE("runtime: exactly-once over three instances, one killed: the output of
     s.exactly_once = true;
     const outcome o = run_with_a_kill(s, dir);
     std::size_t taken_over = 0;
-    for (const auto& l : o.survivor_lines)
-        if (l.rfind("started task=", 0) == 0 && field(l, "previous_commit_ms") > 0) ++taken_over;
+    for (const auto& log : o.survivor_logs)
+        for (const auto& l : log)
+            if (l.rfind("started task=", 0) == 0 && text_field(l, "previous_owner") == "instance-1") ++taken_over;
     CHECK(taken_over >= 1);  // the killed instance's tasks moved to the survivors
     for (std::int32_t p = 0; p < s.partitions; ++p)
         std::printf("partition %d: %zu outputs, %zu expected\n", p, read_output(o.output_topic, p).size(),
@@ -131,4 +138,42 @@ TEST_CASE("runtime: at-least-once over three instances, one killed: no input is 
         inputs += written.size();
     }
     std::printf("at-least-once: %zu inputs, %zu outputs, %zu duplicates\n", inputs, outputs, outputs - inputs);
+}
+
+TEST_CASE("runtime: with standbys, a task taken over from a killed instance restores under 1% of its changelog",
+          "[kafka][runtime][failover][standby]") {
+    test_support::temp_dir dir;
+    scenario s;
+    s.standbys = 2;  // every survivor holds a copy of every task it does not run
+    s.records = 9'000;
+    const outcome o = run_with_a_kill(s, dir);
+    std::size_t checked = 0;
+    for (const auto& log : o.survivor_logs) {
+        std::map<std::string, std::string> last_restore;  // task -> its latest "restored" line
+        for (const auto& l : log) {
+            if (l.rfind("restored task=", 0) == 0) last_restore[text_field(l, "task")] = l;
+            if (l.rfind("started task=", 0) != 0 || text_field(l, "previous_owner") != "instance-1" ||
+                field(l, "assigned_ms") < o.killed_at_ms)
+                continue;
+            const std::string& r = last_restore[text_field(l, "task")];
+            INFO(l << "\n" << r);
+            const std::int64_t changelog = field(r, "to");
+            REQUIRE(changelog >= 100);  // a changelog worth restoring
+            CHECK(field(l, "restored") * 100 < changelog);
+            ++checked;
+            std::printf("took over task %s: restored %lld of %lld changelog records\n", text_field(l, "task").c_str(),
+                        static_cast<long long>(field(l, "restored")), static_cast<long long>(changelog));
+        }
+    }
+    CHECK(checked >= 1);
+    // And nothing is lost on the way (at-least-once).
+    for (std::int32_t p = 0; p < s.partitions; ++p) {
+        const auto& written = o.written[static_cast<std::size_t>(p)];
+        std::vector<bool> seen(written.size(), false);
+        for (const auto& [key, u] : read_output(o.output_topic, p)) seen.at(static_cast<std::size_t>(u.input_offset)) = true;
+        for (std::size_t offset = 0; offset < written.size(); ++offset) {
+            INFO("partition " << p << " offset " << offset);
+            REQUIRE(seen[offset]);
+        }
+    }
 }

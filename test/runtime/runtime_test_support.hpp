@@ -257,11 +257,18 @@ private:
     std::optional<int> status_;
 };
 
-/// The value of `name=` in a line like "restored task=3 records=10".
-inline std::int64_t field(const std::string& line, const std::string& name) {
+/// The text after `name=` in a line like "restored task=3 records=10", up to the next space.
+inline std::string text_field(const std::string& line, const std::string& name) {
     const auto at = line.find(" " + name + "=");
-    if (at == std::string::npos) return -1;
-    return std::stoll(line.substr(at + name.size() + 2));
+    if (at == std::string::npos) return {};
+    const auto from = at + name.size() + 2;
+    return line.substr(from, line.find(' ', from) - from);
+}
+
+/// The number after `name=`, -1 when there is none.
+inline std::int64_t field(const std::string& line, const std::string& name) {
+    const std::string t = text_field(line, name);
+    return t.empty() || t == "-" ? -1 : std::stoll(t);
 }
 
 }  // namespace runtime_test

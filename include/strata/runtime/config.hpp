@@ -59,6 +59,11 @@ struct application_config {
     /// How often running tasks commit. Zero: 5 s at-least-once, 100 ms exactly-once.
     std::chrono::milliseconds commit_interval{0};
 
+    /// Warm copies of each task kept on other instances, by tailing the
+    /// task's changelogs (at most one fewer than the instances). A task that
+    /// moves to an instance with a copy restores only what the copy is behind.
+    int standby_replicas = 0;
+
     /// The group's session timeout: how long a dead instance keeps its
     /// partitions before the group moves them (the broker allows 6-300 s by default).
     std::chrono::milliseconds session_timeout{10'000};

@@ -21,6 +21,7 @@
 #include <strata/metrics/registry.hpp>
 #include <strata/restore/checkpoint.hpp>
 #include <strata/runtime/config.hpp>
+#include <strata/runtime/membership.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/restorer.hpp>
 #include <strata/runtime/state_directory.hpp>
@@ -111,6 +112,12 @@ public:
         restorer r([this](task& t) { build(t); }, [this](task& t) { look_up_committed(t); }, *registry_, on_restore_,
                    config_.restore_batch_records);
         restorer_ = &r;
+        std::optional<group_watch> watch;
+        if (config_.standby_replicas > 0) {
+            watch.emplace(config_.bootstrap_servers, config_.application_id, config_.input_topics[0],
+                          config_.broker_timeout);
+            watch_ = &*watch;
+        }
 
         std::exception_ptr failure;
         try {
@@ -131,6 +138,7 @@ public:
         close_all(!failed_);
         r.stop();
         restorer_ = nullptr;
+        watch_ = nullptr;
         consumer_.reset();
         eos_.reset();
         env_ = nullptr;
@@ -270,6 +278,7 @@ private:
                 commit(running_tasks());
                 next_commit = clock::now() + interval;
             }
+            if (watch_ != nullptr) watch_standbys(now);
         }
         if (callback_failure_) std::rethrow_exception(callback_failure_);
     }
@@ -470,6 +479,19 @@ private:
 
     void assign(std::int32_t p) {
         if (tasks_.contains(p)) return;
+        membership_changed_ = true;
+        if (const auto s = standbys_.find(p); s != standbys_.end()) {
+            std::shared_ptr<task> t = std::move(s->second);
+            standbys_.erase(s);
+            if (restorer_->promote(*t)) {  // a warm copy: only its lag is restored
+                t->timeline = {};
+                t->timeline.assigned_ms = wall_clock_ms();
+                tasks_.emplace(p, t);
+                transition(*t, task_state::restoring);
+                return;
+            }
+            close(*t, false);
+        }
         std::shared_ptr<task> t = make_(p, *output_);
         t->timeline.assigned_ms = wall_clock_ms();
         tasks_.emplace(p, t);
@@ -477,7 +499,40 @@ private:
         restorer_->add(std::move(t));
     }
 
+    // ----------------------------------------------------------- standbys --
+
+    /// Keeps the standby tasks this instance should hold, by the rule of
+    /// `standby_partitions`, from the group's membership: asked for every
+    /// second, and soon after a rebalance.
+    void watch_standbys(clock::time_point now) {
+        if (membership_changed_ || now >= next_membership_) {
+            watch_->request();
+            next_membership_ = now + std::chrono::seconds(1);
+            membership_changed_ = false;
+        }
+        const std::optional<std::vector<member>> members = watch_->poll();
+        if (!members) return;
+        std::vector<std::int32_t> wanted = standby_partitions(*members, config_.instance_id, config_.standby_replicas);
+        std::erase_if(wanted, [&](std::int32_t p) { return tasks_.contains(p); });
+        for (auto it = standbys_.begin(); it != standbys_.end();) {
+            if (std::find(wanted.begin(), wanted.end(), it->first) != wanted.end()) {
+                ++it;
+                continue;
+            }
+            close(*it->second, false);
+            it = standbys_.erase(it);
+        }
+        for (std::int32_t p : wanted) {
+            if (standbys_.contains(p)) continue;
+            std::shared_ptr<task> t = make_(p, *output_);
+            standbys_.emplace(p, t);
+            transition(*t, task_state::standby);
+            restorer_->add_standby(std::move(t));
+        }
+    }
+
     void revoke(const std::vector<std::int32_t>& ps, bool lost) {
+        membership_changed_ = true;
         std::vector<task*> revoked_running;
         for (std::int32_t p : ps)
             if (auto it = tasks_.find(p); it != tasks_.end() && it->second->state() == task_state::running)
@@ -522,12 +577,13 @@ private:
     /// (1 for its current state) and per instance (tasks in each state).
     void transition(task& t, task_state s) {
         t.set_state(s);
-        for (task_state each : {task_state::restoring, task_state::running}) {
+        for (task_state each : {task_state::restoring, task_state::running, task_state::standby}) {
             registry_->gauge_for("strata_task_state", "1 for the state a task is in, 0 for the others",
                                  {{"task", t.id()}, {"state", to_string(each)}})
                 .set(each == s ? 1 : 0);
             double n = 0;
             for (const auto& [p, other] : tasks_) n += other->state() == each ? 1 : 0;
+            for (const auto& [p, other] : standbys_) n += other->state() == each ? 1 : 0;
             registry_->gauge_for("strata_instance_tasks", "Tasks of this instance, by state",
                                  {{"instance", config_.instance_id}, {"state", to_string(each)}})
                 .set(n);
@@ -537,6 +593,8 @@ private:
     void close_all(bool clean) {
         for (auto& [p, t] : tasks_) close(*t, clean && t->state() == task_state::running && !failed_);
         tasks_.clear();
+        for (auto& [p, t] : standbys_) close(*t, false);
+        standbys_.clear();
     }
 
     // ------------------------------------------------------------ commits --
@@ -656,7 +714,11 @@ private:
     task_environment* env_ = nullptr;
     std::optional<kafka::client> consumer_;
     restorer* restorer_ = nullptr;
-    std::map<std::int32_t, std::shared_ptr<task>> tasks_;
+    group_watch* watch_ = nullptr;
+    std::map<std::int32_t, std::shared_ptr<task>> tasks_;     // active tasks, by partition
+    std::map<std::int32_t, std::shared_ptr<task>> standbys_;  // standby tasks, by partition
+    bool membership_changed_ = true;
+    clock::time_point next_membership_{};
     std::optional<clock::time_point> unreachable_since_;
     std::mutex topics_mutex_;
     std::set<std::string> ensured_;

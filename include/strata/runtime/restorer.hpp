@@ -39,7 +39,14 @@ struct restore_event {
 /// @brief Receives restore progress from the restore thread; it must not block for long.
 using restore_callback = std::function<void(const restore_event&)>;
 
-/// @brief Builds and restores tasks on a thread of its own.
+/// @brief Builds and restores tasks on a thread of its own, and keeps
+/// standby tasks current by tailing their changelogs.
+///
+/// An active task is restored up to the end its changelogs had when its
+/// restore began, then handed over (`take_ready`). A standby task is never
+/// handed over: it follows its changelogs, a batch at a time, until it is
+/// cancelled or promoted; a promoted standby restores what it is still
+/// behind (usually little) and is then handed over like any other task.
 class restorer {
 public:
     /// Builds a task's stores (the factory runs here, on the restore thread).
@@ -49,9 +56,9 @@ public:
     using prepare_fn = std::function<void(task&)>;
 
     restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
-             std::size_t batch_records)
+             std::size_t batch_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100))
         : build_(std::move(build)), prepare_(std::move(prepare)), registry_(&reg), on_restore_(std::move(on_restore)),
-          batch_(batch_records == 0 ? 1 : batch_records) {
+          batch_(batch_records == 0 ? 1 : batch_records), tail_interval_(tail_interval) {
         thread_ = std::thread([this] { run(); });
     }
 
@@ -68,20 +75,32 @@ public:
         if (thread_.joinable()) thread_.join();
     }
 
-    /// @brief Queues a task to build and restore.
-    void add(std::shared_ptr<task> t) {
-        {
-            const std::lock_guard lock(mutex_);
-            pending_.push_back(std::move(t));
+    /// @brief Queues an active task to build and restore.
+    void add(std::shared_ptr<task> t) { enqueue(std::move(t), false); }
+
+    /// @brief Queues a standby task to build and keep current.
+    void add_standby(std::shared_ptr<task> t) { enqueue(std::move(t), true); }
+
+    /// @brief Turns a standby task into an active one: it restores what it
+    /// is behind, then is handed over. False when the restorer does not hold it.
+    bool promote(const task& t) {
+        const std::lock_guard lock(mutex_);
+        for (auto& [p, standby] : pending_) {
+            if (p.get() != &t) continue;
+            standby = false;
+            return true;
         }
+        const bool held = std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
+        if (held) promoted_.push_back(&t);
         wake_.notify_all();
+        return held;
     }
 
     /// @brief Takes a task back: once this returns the restore thread no
-    /// longer touches it, whether it was waiting, restoring or restored.
+    /// longer touches it, whether it was waiting, restoring, tailing or restored.
     void cancel(const task& t) {
         std::unique_lock lock(mutex_);
-        std::erase_if(pending_, [&](const auto& p) { return p.get() == &t; });
+        std::erase_if(pending_, [&](const auto& p) { return p.first.get() == &t; });
         std::erase_if(ready_, [&](const auto& p) { return p.get() == &t; });
         const auto held = [&] {
             return current_ == &t ||
@@ -106,13 +125,9 @@ public:
         return failure_;
     }
 
-    /// @brief Whether any task is waiting or restoring.
-    [[nodiscard]] bool busy() const {
-        const std::lock_guard lock(mutex_);
-        return !pending_.empty() || !jobs_.empty();
-    }
-
 private:
+    using clock = std::chrono::steady_clock;
+
     /// The replay of one store's changelog partition, held still in memory
     /// (its iterator points into it).
     struct replay {
@@ -123,37 +138,54 @@ private:
 
     struct store_job {
         store_port* port;
-        std::unique_ptr<replay> source;
+        kafka::kafka_changelog* log;
+        std::unique_ptr<replay> source;  // null between two replays
         restore_progress progress;
-        std::chrono::steady_clock::time_point started;
-        metrics::gauge *total, *done, *rate;
+        clock::time_point started;
+        clock::time_point next_replay;  // a standby's next look at its changelog
+        metrics::gauge *total, *done, *rate, *lag;
         bool finished = false;
     };
 
     struct job {
         std::shared_ptr<task> t;
+        bool standby;
         std::vector<store_job> stores;
     };
 
+    void enqueue(std::shared_ptr<task> t, bool standby) {
+        {
+            const std::lock_guard lock(mutex_);
+            pending_.emplace_back(std::move(t), standby);
+        }
+        wake_.notify_all();
+    }
+
     void run() {
+        std::optional<clock::time_point> idle_until;
         for (;;) {
-            std::shared_ptr<task> next;
+            std::pair<std::shared_ptr<task>, bool> next;
             {
                 std::unique_lock lock(mutex_);
-                wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || !jobs_.empty(); });
+                const auto ready = [&] {
+                    return stopping_ || !pending_.empty() || !promoted_.empty() || !cancelled_.empty() ||
+                           (!jobs_.empty() && !idle_until);
+                };
+                if (idle_until) wake_.wait_until(lock, *idle_until, ready);
+                else wake_.wait(lock, ready);
                 if (stopping_) return;
                 if (!pending_.empty()) {
                     next = std::move(pending_.front());
                     pending_.erase(pending_.begin());
-                    current_ = next.get();
+                    current_ = next.first.get();
                 }
             }
             try {
-                if (next) {
-                    start(std::move(next));
+                if (next.first) {
+                    start(std::move(next.first), next.second);
                     release_current();
                 }
-                step();
+                idle_until = step();
             } catch (...) {
                 const std::lock_guard lock(mutex_);
                 failure_ = std::current_exception();
@@ -176,24 +208,30 @@ private:
         return std::find(cancelled_.begin(), cancelled_.end(), &t) != cancelled_.end();
     }
 
-    /// Builds the task's stores and opens a replay for each that is behind its changelog.
-    void start(std::shared_ptr<task> t) {
+    /// Whether the processing thread promoted the standby t (and forgets the request).
+    [[nodiscard]] bool take_promotion(const task& t) {
+        const std::lock_guard lock(mutex_);
+        const auto it = std::find(promoted_.begin(), promoted_.end(), &t);
+        if (it == promoted_.end()) return false;
+        promoted_.erase(it);
+        return true;
+    }
+
+    /// Builds the task's stores and readies a replay for each logged one.
+    void start(std::shared_ptr<task> t, bool standby) {
         build_(*t);
         if (cancelled(*t)) return;
-        job j{std::move(t), {}};
+        job j{std::move(t), standby, {}};
         std::optional<checkpoint_file> checkpoints;
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
         for (const auto& port : j.t->stores()) {
             kafka::kafka_changelog* log = port->changelog();
             if (log == nullptr) continue;
-            store_job s{port.get(), nullptr, {}, std::chrono::steady_clock::now(), nullptr, nullptr, nullptr};
+            store_job s{port.get(), log, nullptr, {}, clock::now(), clock::now(), nullptr, nullptr, nullptr, nullptr};
             s.progress.store = port->name();
             if (port->persistent() && checkpoints)
                 s.progress.from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
-            s.source = std::make_unique<replay>(*log, s.progress.from);
-            s.progress.to = std::max(s.source->range.end_offset(), s.progress.from);
             s.progress.position = s.progress.from;
-            s.progress.records_total = s.progress.to - s.progress.from;
             const metrics::labels labels{{"task", j.t->id()}, {"store", std::string(port->name())}};
             s.total = &registry_->gauge_for("strata_task_restore_records_total",
                                             "Changelog records the running or last restore of a task's store reads at most",
@@ -204,36 +242,76 @@ private:
             s.rate = &registry_->gauge_for("strata_task_restore_records_per_second",
                                            "Records per second of the running or last restore of a task's store",
                                            labels);
+            s.lag = &registry_->gauge_for("strata_standby_lag_records",
+                                          "Changelog records a standby task's store is behind its changelog's end",
+                                          labels);
+            open_replay(s);
             s.total->set(static_cast<double>(s.progress.records_total));
             s.done->set(0);
-            report(restore_event::phase::start, *j.t, s.progress);
+            if (!standby) report(restore_event::phase::start, *j.t, s.progress);
             j.stores.push_back(std::move(s));
         }
         const std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(j));
     }
 
-    /// One batch for every job in turn; finished jobs go to the ready list.
-    void step() {
+    /// Reads the store's changelog from where it is up to the end as of now.
+    void open_replay(store_job& s) {
+        s.source = std::make_unique<replay>(*s.log, s.progress.position);
+        s.progress.to = std::max(s.source->range.end_offset(), s.progress.position);
+        s.progress.records_total = s.progress.to - s.progress.from;
+        s.finished = false;
+        s.lag->set(static_cast<double>(s.progress.to - s.progress.position));
+    }
+
+    /// One batch for every job in turn; finished active jobs go to the
+    /// ready list. Returns when to look again if no job had work.
+    std::optional<clock::time_point> step() {
+        std::optional<clock::time_point> idle_until;
+        bool worked = false;
         for (std::size_t i = 0; i < jobs_.size();) {
             job& j = jobs_[i];
             {
                 const std::lock_guard lock(mutex_);
                 current_ = j.t.get();
             }
+            if (j.standby && take_promotion(*j.t)) {
+                j.standby = false;
+                for (store_job& s : j.stores) {
+                    s.progress.from = s.progress.position;  // the promoted restore reports only the rest
+                    s.progress.records_done = 0;
+                    s.started = clock::now();
+                    // Up to the end as of now: a replay opened earlier may end before it.
+                    s.source.reset();
+                    open_replay(s);
+                    report(restore_event::phase::start, *j.t, s.progress);
+                }
+            }
             bool finished = true;
             for (store_job& s : j.stores) {
                 if (cancelled(*j.t)) break;
-                if (!s.finished) restore_batch(*j.t, s);
+                if (!s.source && j.standby) {
+                    if (clock::now() < s.next_replay) {
+                        idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
+                        continue;
+                    }
+                    open_replay(s);
+                }
+                if (!s.finished) worked = restore_batch(*j.t, s, j.standby) || worked;
                 finished = finished && s.finished;
+                if (j.standby && s.finished) {
+                    // Caught up for now: look again after a while.
+                    s.next_replay = clock::now() + tail_interval_;
+                    idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
+                }
             }
             const bool dropped = cancelled(*j.t);
-            if (finished && !dropped) {
+            if (finished && !dropped && !j.standby) {
                 prepare_(*j.t);
                 j.t->timeline.restored_ms = wall_clock_ms();
                 for (const store_job& s : j.stores) j.t->timeline.records_restored += s.progress.records_done;
             }
-            if (dropped || finished) {
+            if (dropped || (finished && !j.standby)) {
                 std::shared_ptr<task> t = std::move(j.t);
                 {
                     const std::lock_guard lock(mutex_);
@@ -241,14 +319,18 @@ private:
                     if (!dropped) ready_.push_back(t);
                 }
                 release_current();
+                worked = true;
                 continue;
             }
             release_current();
             ++i;
         }
+        if (worked) return std::nullopt;
+        return idle_until;
     }
 
-    void restore_batch(task& t, store_job& s) {
+    /// Applies up to one batch of records; true if it applied any.
+    bool restore_batch(task& t, store_job& s, bool standby) {
         auto& it = s.source->it;
         std::size_t n = 0;
         while (n < batch_ && it != std::default_sentinel) {
@@ -262,14 +344,18 @@ private:
         }
         if (it == std::default_sentinel || s.progress.position >= s.progress.to) {
             s.finished = true;
-            s.progress.position = s.progress.to;
+            s.progress.position = std::max(s.progress.position, s.progress.to);
             s.source.reset();  // lets go of the changelog's consumer
         }
+        s.lag->set(static_cast<double>(s.progress.to - std::min(s.progress.position, s.progress.to)));
         s.done->set(static_cast<double>(s.progress.records_done));
-        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - s.started;
+        const std::chrono::duration<double> elapsed = clock::now() - s.started;
         if (elapsed.count() > 0) s.rate->set(static_cast<double>(s.progress.records_done) / elapsed.count());
-        if (n > 0) report(restore_event::phase::batch, t, s.progress);
-        if (s.finished) report(restore_event::phase::end, t, s.progress);
+        if (!standby) {
+            if (n > 0) report(restore_event::phase::batch, t, s.progress);
+            if (s.finished) report(restore_event::phase::end, t, s.progress);
+        }
+        return n > 0;
     }
 
     void report(restore_event::phase what, const task& t, const restore_progress& p) {
@@ -281,15 +367,17 @@ private:
     metrics::registry* registry_;
     restore_callback on_restore_;
     std::size_t batch_;
+    std::chrono::milliseconds tail_interval_;
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::condition_variable done_;
-    std::vector<std::shared_ptr<task>> pending_;
+    std::vector<std::pair<std::shared_ptr<task>, bool>> pending_;  // (task, standby)
     std::vector<job> jobs_;  // touched by the restore thread; the mutex guards resizing
     std::vector<std::shared_ptr<task>> ready_;
     const task* current_ = nullptr;        // the task the restore thread is building or restoring
     std::vector<const task*> cancelled_;  // tasks the processing thread wants back
+    std::vector<const task*> promoted_;   // standbys the processing thread made active
     std::exception_ptr failure_;
     bool stopping_ = false;
     std::thread thread_;  // last: starts after everything above exists

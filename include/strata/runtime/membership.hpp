@@ -1,0 +1,125 @@
+#pragma once
+/// @file
+/// @brief Who is in an application's group and which partitions each
+/// member holds, from the group coordinator (DescribeConsumerGroups), and
+/// the rule that places standby replicas: one every instance computes the
+/// same way from the same membership, so no instance needs to be told.
+
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime {
+
+/// @brief One member of the group, as the coordinator describes it.
+struct member {
+    std::string instance;               ///< its instance id (the consumer's client.id)
+    std::string member_id;              ///< the coordinator's id of the member
+    std::vector<std::int32_t> active;   ///< task partitions the group assigned to it, ascending
+};
+
+/// @brief The partitions `self` keeps standby replicas of: with members
+/// ordered by instance id (then member id), the `replicas` members after a
+/// task's active member, wrapping around, hold its standbys. There are at
+/// most members - 1 standbys of a task, never on its active member.
+[[nodiscard]] inline std::vector<std::int32_t> standby_partitions(std::vector<member> members, std::string_view self,
+                                                                  int replicas) {
+    std::sort(members.begin(), members.end(), [](const member& a, const member& b) {
+        return std::tie(a.instance, a.member_id) < std::tie(b.instance, b.member_id);
+    });
+    const std::size_t n = members.size();
+    std::vector<std::int32_t> out;
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t k = 1; k <= static_cast<std::size_t>(std::max(replicas, 0)) && k < n; ++k) {
+            if (members[(i + k) % n].instance != self) continue;
+            out.insert(out.end(), members[i].active.begin(), members[i].active.end());
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+/// @brief Asks the group coordinator for the group's members without
+/// blocking: `request()` sends, `poll()` answers once the reply is in.
+/// Used on one thread.
+class group_watch {
+public:
+    /// @param topic the topic whose partitions name tasks (the first input topic)
+    group_watch(const std::string& bootstrap, std::string group, std::string topic, std::chrono::milliseconds timeout)
+        : group_(std::move(group)), topic_(std::move(topic)), timeout_(timeout), client_(make(bootstrap)),
+          queue_(rd_kafka_queue_new(client_.get())) {}
+
+    /// @brief Sends a request unless one is on its way.
+    void request() {
+        if (in_flight_) return;
+        const kafka::unique_admin_options opts(
+            rd_kafka_AdminOptions_new(client_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS));
+        std::array<char, 256> err{};
+        (void)rd_kafka_AdminOptions_set_request_timeout(opts.get(), kafka::timeout_ms(timeout_), err.data(), err.size());
+        const char* groups[] = {group_.c_str()};
+        rd_kafka_DescribeConsumerGroups(client_.get(), groups, 1, opts.get(), queue_.get());
+        in_flight_ = true;
+    }
+
+    /// @brief The members, when a reply to the last request arrived and the
+    /// group was stable (a group in the middle of a rebalance describes
+    /// assignments that are about to change: asked again later).
+    /// @throws kafka_error the coordinator refused the request for good
+    [[nodiscard]] std::optional<std::vector<member>> poll() {
+        if (!in_flight_) return std::nullopt;
+        const kafka::unique_event ev(rd_kafka_queue_poll(queue_.get(), 0));
+        if (!ev) return std::nullopt;
+        in_flight_ = false;
+        if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;  // asked again later
+        const rd_kafka_DescribeConsumerGroups_result_t* result = rd_kafka_event_DescribeConsumerGroups_result(ev.get());
+        if (result == nullptr) return std::nullopt;
+        std::size_t count = 0;
+        const rd_kafka_ConsumerGroupDescription_t** groups = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
+        if (count != 1 || rd_kafka_ConsumerGroupDescription_error(groups[0]) != nullptr) return std::nullopt;
+        if (rd_kafka_ConsumerGroupDescription_state(groups[0]) != RD_KAFKA_CONSUMER_GROUP_STATE_STABLE)
+            return std::nullopt;
+        std::vector<member> members;
+        for (std::size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(groups[0]); ++i) {
+            const rd_kafka_MemberDescription_t* m = rd_kafka_ConsumerGroupDescription_member(groups[0], i);
+            member each{rd_kafka_MemberDescription_client_id(m), rd_kafka_MemberDescription_consumer_id(m), {}};
+            if (const rd_kafka_MemberAssignment_t* a = rd_kafka_MemberDescription_assignment(m)) {
+                if (const rd_kafka_topic_partition_list_t* l = rd_kafka_MemberAssignment_partitions(a)) {
+                    for (int j = 0; j < l->cnt; ++j)
+                        if (topic_ == l->elems[j].topic) each.active.push_back(l->elems[j].partition);
+                }
+            }
+            std::sort(each.active.begin(), each.active.end());
+            members.push_back(std::move(each));
+        }
+        return members;
+    }
+
+private:
+    static kafka::client make(const std::string& bootstrap) {
+        kafka::conf c;
+        c.set("bootstrap.servers", bootstrap);
+        return kafka::client(RD_KAFKA_PRODUCER, std::move(c));
+    }
+
+    std::string group_;
+    std::string topic_;
+    std::chrono::milliseconds timeout_;
+    kafka::client client_;
+    kafka::unique_queue queue_;
+    bool in_flight_ = false;
+};
+
+}  // namespace strata::runtime
