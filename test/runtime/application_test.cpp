@@ -1,0 +1,219 @@
+// The application API in one process: co-partitioned input topics meet in
+// one task per partition number, punctuations fire on wall-clock and on
+// stream time, a processor's error stops the instance with the record's
+// coordinates, and stop() from another thread commits and returns.
+
+#include "runtime_test_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <strata/decorators/all.hpp>
+#include <strata/runtime/application.hpp>
+#include <strata/stores/hash_map_store.hpp>
+
+#include <atomic>
+#include <exception>
+#include <future>
+#include <memory>
+#include <thread>
+
+using namespace runtime_test;
+
+namespace {
+
+strata::runtime::application_config config(const std::string& app, std::vector<std::string> inputs,
+                                           const test_support::temp_dir& dir) {
+    strata::runtime::application_config c;
+    c.application_id = app;
+    c.bootstrap_servers = kafka_test::bootstrap();
+    c.input_topics = std::move(inputs);
+    c.state_dir = dir / "state";
+    c.instance_id = "in-process";
+    c.commit_interval = std::chrono::milliseconds(200);
+    c.session_timeout = std::chrono::milliseconds(6000);
+    return c;
+}
+
+/// Runs app.run() on a thread; `stop` stops it and hands back what it threw.
+template <class App>
+class running {
+public:
+    explicit running(App& app) : app_(&app), done_(std::async(std::launch::async, [&app] { app.run(); })) {}
+    ~running() {
+        app_->stop();
+        if (done_.valid()) done_.wait();
+    }
+    void stop() {
+        app_->stop();
+        done_.get();  // rethrows what run() threw
+    }
+    /// Waits for run() to end by itself (it failed); what it threw.
+    std::exception_ptr failure(std::chrono::seconds timeout) {
+        if (done_.wait_for(timeout) != std::future_status::ready) return nullptr;
+        try {
+            done_.get();
+        } catch (...) {
+            return std::current_exception();
+        }
+        return nullptr;
+    }
+
+private:
+    App* app_;
+    std::future<void> done_;
+};
+
+/// Writes one record with an explicit timestamp.
+void write_at(strata::kafka::producer& p, rd_kafka_topic_t* t, std::int32_t partition, const std::string& key,
+              std::int64_t amount, std::int64_t timestamp, strata::kafka::delivery_tracker& tracker) {
+    const strata::byte_buffer v = strata::encode(amount);
+    void* value = const_cast<std::byte*>(v.data());
+    const std::size_t value_len = v.size();
+    void* k = const_cast<char*>(key.data());
+    const std::size_t k_len = key.size();
+    const auto err = rd_kafka_producev(p.get(), RD_KAFKA_V_RKT(t), RD_KAFKA_V_PARTITION(partition),
+                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(k, k_len),
+                                       RD_KAFKA_V_VALUE(value, value_len), RD_KAFKA_V_TIMESTAMP(timestamp),
+                                       RD_KAFKA_V_OPAQUE(&tracker), RD_KAFKA_V_END);
+    REQUIRE(err == RD_KAFKA_RESP_ERR_NO_ERROR);
+    ++tracker.in_flight;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: co-partitioned input topics meet in one task per partition number", "[kafka][runtime][api]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 3;
+    const std::string app_id = kafka_test::unique_name("copartitioned");
+    const std::string left = kafka_test::make_topic("left", partitions, {{"cleanup.policy", "delete"}});
+    const std::string right = kafka_test::make_topic("right", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("both-out", partitions, {{"cleanup.policy", "delete"}});
+    input_writer l(left, partitions), r(right, partitions);
+    for (std::int64_t i = 0; i < 300; ++i) {
+        l.write(i, 30);
+        r.write(i + 1, 30);
+    }
+    l.flush();
+    r.flush();
+
+    auto misplaced = std::make_shared<std::atomic<int>>(0);
+    auto processed = std::make_shared<std::atomic<int>>(0);
+    auto app = strata::runtime::make_application<std::string, std::int64_t>(
+        config(app_id, {left, right}, dir),
+        [](strata::runtime::task_context& t) {
+            return strata::hash_map_store<std::string, std::int64_t>("seen") | t.logged() | strata::cached();
+        },
+        [misplaced, processed, output](auto& ctx, const auto& rec) {
+            if (rec.partition != ctx.partition()) ++*misplaced;
+            auto& seen = ctx.stores();
+            const std::int64_t n = seen.get(rec.key).value_or(0) + 1;
+            seen.put(rec.key, n);
+            ctx.emit(output, rec.key, std::string(rec.topic));
+            ++*processed;
+        });
+    {
+        running run(app);
+        REQUIRE(await_committed(app_id, left, l.written(), 60s));
+        REQUIRE(await_committed(app_id, right, r.written(), 60s));
+        run.stop();
+    }
+    CHECK(misplaced->load() == 0);
+    CHECK(processed->load() >= 600);
+    // Every output of a key is in the partition of the key, from both topics.
+    std::size_t outputs = 0, from_left = 0;
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        for (const auto& [key, value] : read_partition(output, p)) {
+            REQUIRE(partition_of(key, partitions) == p);
+            ++outputs;
+            from_left += std::string(strata::as_chars(value)) == left ? 1 : 0;
+        }
+    }
+    CHECK(outputs >= 600);
+    CHECK(from_left >= 300);
+    // The changelog of the store is the application's, one partition per input partition.
+    for (std::int32_t p = 0; p < partitions; ++p)
+        CHECK_NOTHROW(read_partition(strata::kafka::changelog_topic_name(app_id, "seen"), p));
+}
+
+namespace {
+/// Counts its punctuations; copied once per task.
+struct punctuating {
+    std::shared_ptr<std::atomic<int>> wall, stream;
+    std::shared_ptr<std::atomic<std::int64_t>> last_stream_time;
+
+    template <class Context>
+    void init(Context& ctx) {
+        ctx.schedule(std::chrono::milliseconds(50), strata::runtime::punctuation_type::wall_clock_time,
+                     [w = wall](Context&, std::int64_t) { ++*w; });
+        ctx.schedule(std::chrono::milliseconds(10'000), strata::runtime::punctuation_type::stream_time,
+                     [s = stream, t = last_stream_time](Context&, std::int64_t ts) {
+                         ++*s;
+                         *t = ts;
+                     });
+    }
+    template <class Context, class Record>
+    void operator()(Context& ctx, const Record& r) {
+        ctx.stores().put(r.key, r.value.value_or(0));
+    }
+};
+}  // namespace
+
+TEST_CASE("runtime: punctuations on wall-clock time and on stream time", "[kafka][runtime][api]") {
+    test_support::temp_dir dir;
+    const std::string app_id = kafka_test::unique_name("punctuate");
+    const std::string input = kafka_test::make_topic("punctuate-in", 1, {{"cleanup.policy", "delete"}});
+    strata::kafka::producer p({kafka_test::bootstrap(), std::nullopt, {}});
+    auto& tracker = p.new_tracker();
+    const strata::kafka::unique_topic t(rd_kafka_topic_new(p.get(), input.c_str(), nullptr));
+    // Record time runs from 1,000,000 to 1,055,000 ms in steps of 1 s: stream
+    // time crosses 10 s boundaries five times after the first record.
+    for (std::int64_t i = 0; i <= 55; ++i) write_at(p, t.get(), 0, "k", i, 1'000'000 + i * 1000, tracker);
+    p.wait(tracker);
+    REQUIRE_FALSE(tracker.has_failed());
+
+    punctuating proc{std::make_shared<std::atomic<int>>(0), std::make_shared<std::atomic<int>>(0),
+                     std::make_shared<std::atomic<std::int64_t>>(0)};
+    auto app = strata::runtime::make_application<std::string, std::int64_t>(
+        config(app_id, {input}, dir),
+        [](strata::runtime::task_context&) { return strata::hash_map_store<std::string, std::int64_t>("last"); },
+        proc);
+    {
+        running run(app);
+        partitioned_input written(1, std::vector<runtime_test::input>(56));
+        REQUIRE(await_committed(app_id, input, written, 60s));
+        std::this_thread::sleep_for(300ms);
+        run.stop();
+    }
+    CHECK(proc.wall->load() >= 3);
+    CHECK(proc.stream->load() == 5);
+    CHECK(proc.last_stream_time->load() == 1'050'000);
+}
+
+TEST_CASE("runtime: a processor that throws stops the instance with the record's coordinates",
+          "[kafka][runtime][api]") {
+    test_support::temp_dir dir;
+    const std::string app_id = kafka_test::unique_name("throws");
+    const std::string input = kafka_test::make_topic("throws-in", 1, {{"cleanup.policy", "delete"}});
+    input_writer in(input, 1);
+    for (std::int64_t i = 0; i < 50; ++i) in.write(i, 7);
+    in.flush();
+    auto app = strata::runtime::make_application<std::string, std::int64_t>(
+        config(app_id, {input}, dir),
+        [](strata::runtime::task_context& t) {
+            return strata::hash_map_store<std::string, std::int64_t>("s") | t.logged();
+        },
+        [](auto&, const auto& r) {
+            if (r.offset == 17) throw std::runtime_error("no records numbered 17, please");
+        });
+    running run(app);
+    const std::exception_ptr failure = run.failure(60s);
+    REQUIRE(failure != nullptr);
+    try {
+        std::rethrow_exception(failure);
+    } catch (const strata::runtime::processing_error& e) {
+        CHECK_THAT(e.what(), Catch::Contains("task 0 failed on the record at " + input + "[0]@17") &&
+                                 Catch::Contains("no records numbered 17"));
+    }
+    // Nothing at or after the failing record was committed.
+    CHECK(committed(app_id, input, 1)[0] <= 17);
+}
