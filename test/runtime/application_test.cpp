@@ -8,6 +8,7 @@
 #include "support/temp_dir.hpp"
 
 #include <strata/decorators/all.hpp>
+#include <strata/metrics/prometheus.hpp>
 #include <strata/runtime/application.hpp>
 #include <strata/stores/hash_map_store.hpp>
 
@@ -130,6 +131,22 @@ TEST_CASE("runtime: co-partitioned input topics meet in one task per partition n
     }
     CHECK(outputs >= 600);
     CHECK(from_left >= 300);
+    // The runtime's metrics: records processed per task add up, lag and states are there.
+    const std::string metrics = strata::metrics::to_prometheus(app.metrics());
+    INFO(metrics);
+    double total = 0;
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        const std::string series = "strata_task_records_processed_total{task=\"" + std::to_string(p) + "\"} ";
+        const auto at = metrics.find(series);
+        REQUIRE(at != std::string::npos);
+        total += std::stod(metrics.substr(at + series.size()));
+    }
+    CHECK(total == processed->load());
+    CHECK_THAT(metrics, Catch::Contains("strata_task_consumer_lag_records{task=\"0\",topic=\"" + left + "\"}") &&
+                            Catch::Contains("strata_task_commits_total{task=\"0\"}") &&
+                            Catch::Contains("strata_task_state{state=\"running\",task=\"0\"} 0") &&
+                            Catch::Contains("strata_task_restore_records_total{store=\"seen\",task=\"0\"}") &&
+                            Catch::Contains("strata_instance_tasks{instance=\"in-process\",state=\"running\"} 0"));
     // The changelog of the store is the application's, one partition per input partition.
     for (std::int32_t p = 0; p < partitions; ++p)
         CHECK_NOTHROW(read_partition(strata::kafka::changelog_topic_name(app_id, "seen"), p));

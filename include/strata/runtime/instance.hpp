@@ -277,6 +277,7 @@ private:
             if (now >= next_commit) {
                 commit(running_tasks());
                 next_commit = clock::now() + interval;
+                publish_lag();
             }
             if (watch_ != nullptr) watch_standbys(now);
         }
@@ -413,6 +414,28 @@ private:
             t->next_offsets.assign(config_.input_topics.size(), -1);
             transition(*t, task_state::running);
             t->start();
+        }
+    }
+
+    /// Sets each running task's consumer lag (records between its position
+    /// and the end of each input partition, as of the last fetch: no request).
+    void publish_lag() {
+        for (auto& [p, t] : tasks_) {
+            if (t->state() != task_state::running) continue;
+            if (t->lag_gauges.empty())
+                for (const std::string& topic : config_.input_topics)
+                    t->lag_gauges.push_back(&registry_->gauge_for(
+                        "strata_task_consumer_lag_records",
+                        "Input records a task has yet to process, as of the last fetch", {{"task", t->id()}, {"topic", topic}}));
+            for (std::size_t i = 0; i < config_.input_topics.size(); ++i) {
+                std::int64_t low = 0, high = 0;
+                if (rd_kafka_get_watermark_offsets(consumer_->get(), config_.input_topics[i].c_str(), p, &low, &high) !=
+                        RD_KAFKA_RESP_ERR_NO_ERROR ||
+                    high < 0)
+                    continue;
+                const std::int64_t at = t->next_offsets[i] >= 0 ? t->next_offsets[i] : t->committed_offsets[i];
+                t->lag_gauges[i]->set(static_cast<double>(std::max<std::int64_t>(high - std::max<std::int64_t>(at, low), 0)));
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 #include <strata/decorators/layer.hpp>
 #include <strata/decorators/logged.hpp>
 #include <strata/kafka/changelog.hpp>
+#include <strata/metrics/gauge.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -213,6 +214,8 @@ public:
     /// The committed input offset of each input topic, looked up before the
     /// task starts (RD_KAFKA_OFFSET_BEGINNING where nothing was committed).
     std::vector<std::int64_t> committed_offsets;
+    /// The task's consumer lag gauges, one per input topic (processing thread).
+    std::vector<metrics::gauge*> lag_gauges;
     /// Records processed since the last commit.
     std::uint64_t uncommitted = 0;
     takeover_timeline timeline;
