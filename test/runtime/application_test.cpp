@@ -178,7 +178,9 @@ struct punctuating {
 TEST_CASE("runtime: punctuations on wall-clock time and on stream time", "[kafka][runtime][api]") {
     test_support::temp_dir dir;
     const std::string app_id = kafka_test::unique_name("punctuate");
-    const std::string input = kafka_test::make_topic("punctuate-in", 1, {{"cleanup.policy", "delete"}});
+    // Record times in 1970: kept only without time retention.
+    const std::string input =
+        kafka_test::make_topic("punctuate-in", 1, {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}});
     strata::kafka::producer p({kafka_test::bootstrap(), std::nullopt, {}});
     auto& tracker = p.new_tracker();
     const strata::kafka::unique_topic t(rd_kafka_topic_new(p.get(), input.c_str(), nullptr));

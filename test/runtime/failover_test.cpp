@@ -144,7 +144,7 @@ TEST_CASE("runtime: with standbys, a task taken over from a killed instance rest
           "[kafka][runtime][failover][standby]") {
     test_support::temp_dir dir;
     scenario s;
-    s.standbys = 2;  // every survivor holds a copy of every task it does not run
+    s.standbys = 1;
     s.records = 9'000;
     const outcome o = run_with_a_kill(s, dir);
     std::size_t checked = 0;

@@ -215,6 +215,8 @@ public:
 
     /// @brief Receives every task's restore progress (on the restore thread).
     void on_restore(restore_callback fn) { instance_.set_restore_callback(std::move(fn)); }
+    /// @brief Called when this instance, as leader, sees the membership change.
+    void on_rebalance_noticed(std::function<void(std::int64_t)> fn) { instance_.on_rebalance_noticed(std::move(fn)); }
     /// @brief Receives every task this instance starts, with its takeover timeline.
     void on_takeover(std::function<void(const task&)> fn) { instance_.on_takeover(std::move(fn)); }
 

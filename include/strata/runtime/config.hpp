@@ -63,6 +63,10 @@ struct application_config {
     /// task's changelogs (at most one fewer than the instances). A task that
     /// moves to an instance with a copy restores only what the copy is behind.
     int standby_replicas = 0;
+    /// A standby this many changelog records or fewer behind counts as
+    /// caught up: a task moves to a new instance (scaling out) once that
+    /// instance's copy of it is this close, and not before.
+    std::int64_t acceptable_standby_lag = 10'000;
 
     /// The group's session timeout: how long a dead instance keeps its
     /// partitions before the group moves them (the broker allows 6-300 s by default).

@@ -1,17 +1,18 @@
 #pragma once
 /// @file
-/// @brief `instance`: one member of an application's consumer group. It owns
-/// the tasks of the partitions the group gives it, has them restored on a
-/// thread of their own while the running ones process, commits on an
-/// interval (at-least-once or exactly-once), and gives partitions back
-/// cleanly when the group moves them.
+/// @brief `instance`: one running copy of an application. It joins the
+/// application's consumer group, runs the tasks the leader assigns it (see
+/// coordination.hpp and assignor.hpp), has new tasks restored and standby
+/// tasks kept current on a thread of their own while the running ones
+/// process, commits on an interval (at-least-once or exactly-once), and
+/// hands tasks over cleanly when the leader moves them.
 ///
 /// The processing thread is the one that calls `run()`: it polls the group
-/// consumer, serves rebalances (librdkafka calls back from the poll), hands
-/// each record to its task, punctuates and commits. The restore thread
-/// (restorer.hpp) builds new tasks with the user's factory and replays their
-/// changelogs. Tasks pass from one to the other under a mutex; nothing else
-/// is shared.
+/// consumer (librdkafka serves rebalances from the poll), reads the
+/// coordination topic, decides as leader, hands each record to its task,
+/// punctuates and commits. The restore thread (restorer.hpp) builds tasks
+/// with the user's factory and replays their changelogs. Tasks pass from one
+/// to the other under a mutex; nothing else is shared.
 
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/error.hpp>
@@ -20,7 +21,9 @@
 #include <strata/kafka/transaction.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/restore/checkpoint.hpp>
+#include <strata/runtime/assignor.hpp>
 #include <strata/runtime/config.hpp>
+#include <strata/runtime/coordination.hpp>
 #include <strata/runtime/membership.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/restorer.hpp>
@@ -35,9 +38,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,6 +48,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -57,7 +60,7 @@ namespace strata::runtime {
 /// @brief Makes the typed task of a partition (see application.hpp).
 using task_maker = std::function<std::shared_ptr<task>(std::int32_t partition, output& out)>;
 
-/// @brief One member of the application's group; see the file comment.
+/// @brief One running copy of an application; see the file comment.
 class instance {
 public:
     /// @param reg the registry metrics go to (it must outlive the instance)
@@ -74,7 +77,7 @@ public:
     instance(const instance&) = delete;
     instance& operator=(const instance&) = delete;
 
-    /// @brief Asks `run()` to commit, give its partitions back and return.
+    /// @brief Asks `run()` to commit, give its tasks back and return.
     /// Safe from any thread and from a signal handler.
     void stop() noexcept { stop_requested_.store(true, std::memory_order_relaxed); }
 
@@ -90,8 +93,8 @@ public:
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *registry_; }
 
     /// @brief Joins the group and processes until `stop()`; then commits,
-    /// closes every task and leaves the group at once, so its partitions move
-    /// without waiting for the session timeout.
+    /// closes every task, says so on the coordination topic and leaves the
+    /// group at once, so its tasks move without waiting for the session timeout.
     /// @throws error what stopped it: a processor's error (with the record's
     ///         coordinates), an undecodable record under `fail`, a broker
     ///         unreachable past `broker_timeout`, a fenced producer, a
@@ -99,25 +102,26 @@ public:
     void run() {
         state_directory dir(config_.state_dir, config_.application_id);
         dir_ = &dir;
-        const std::int32_t partitions = check_inputs();
-        partitions_ = partitions;
+        partitions_ = check_inputs();
+        const std::string coordination = coordination_topic_name(config_.application_id);
+        ensure_coordination_topic(coordination);
         start_producer();
         output out(producer_);
         output_ = &out;
-        if (config_.on_bad_record == bad_record_action::dead_letter) ensure_dead_letter_topic(partitions);
+        if (config_.on_bad_record == bad_record_action::dead_letter) ensure_dead_letter_topic();
         task_environment env{&config_, producer_, registry_,
                              [this](std::string_view store) { return ensure_changelog(store); }};
         env_ = &env;
-        make_consumer();
+        coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
+        reader_ = &reader;
+        coordination_writer writer(config_.bootstrap_servers, coordination, config_.producer_settings);
+        writer_ = &writer;
+        group_watch watch(config_.bootstrap_servers, config_.application_id, coordination, config_.broker_timeout);
+        watch_ = &watch;
+        make_consumer(coordination);
         restorer r([this](task& t) { build(t); }, [this](task& t) { look_up_committed(t); }, *registry_, on_restore_,
                    config_.restore_batch_records);
         restorer_ = &r;
-        std::optional<group_watch> watch;
-        if (config_.standby_replicas > 0) {
-            watch.emplace(config_.bootstrap_servers, config_.application_id, config_.input_topics[0],
-                          config_.broker_timeout);
-            watch_ = &*watch;
-        }
 
         std::exception_ptr failure;
         try {
@@ -126,20 +130,33 @@ public:
             failure = std::current_exception();
         }
         failed_ = failure != nullptr;
-        // Leaving the group revokes every partition through the rebalance
-        // callback: a clean stop commits and closes the tasks there; after a
-        // failure they are closed without a commit.
-        if (failed_) abandon_transaction();
         try {
-            (void)rd_kafka_consumer_close(consumer_->get());
+            if (!failed_) {
+                commit(running_tasks());
+                close_all(true);
+            } else {
+                abandon_transaction();
+                close_all(false);
+            }
+            publish_status();
+            writer.withdraw(config_.instance_id);
+            writer.flush();
+        } catch (...) {
+            if (!failure) failure = std::current_exception();
+            failed_ = true;
+            close_all(false);
+        }
+        try {
+            (void)rd_kafka_consumer_close(consumer_->get());  // leaves the group at once
         } catch (...) {
             if (!failure) failure = std::current_exception();
         }
-        close_all(!failed_);
         r.stop();
         restorer_ = nullptr;
-        watch_ = nullptr;
         consumer_.reset();
+        watch_ = nullptr;
+        writer_ = nullptr;
+        reader_ = nullptr;
         eos_.reset();
         env_ = nullptr;
         output_ = nullptr;
@@ -157,6 +174,7 @@ private:
         if (config_.application_id.empty()) throw usage_error("strata::runtime: application_id is empty");
         if (config_.bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (config_.input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
+        if (config_.standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
     }
 
     kafka::topic_options topic_options(std::int32_t partitions) const {
@@ -169,14 +187,18 @@ private:
         return o;
     }
 
-    /// The partition count the input topics share.
-    std::int32_t check_inputs() {
+    kafka::client admin() const {
         kafka::conf c;
         c.set("bootstrap.servers", config_.bootstrap_servers);
-        const kafka::client admin(RD_KAFKA_PRODUCER, std::move(c));
+        return kafka::client(RD_KAFKA_PRODUCER, std::move(c));
+    }
+
+    /// The partition count the input topics share.
+    std::int32_t check_inputs() {
+        const kafka::client a = admin();
         std::int32_t count = -1;
         for (const std::string& topic : config_.input_topics) {
-            const std::int32_t n = kafka::probe_topic(admin.get(), config_.bootstrap_servers, topic, config_.broker_timeout);
+            const std::int32_t n = kafka::probe_topic(a.get(), config_.bootstrap_servers, topic, config_.broker_timeout);
             if (count >= 0 && n != count)
                 throw usage_error("strata::runtime: input topics are not co-partitioned: " + config_.input_topics[0] +
                                   " has " + std::to_string(count) + " partitions and " + topic + " has " +
@@ -200,18 +222,22 @@ private:
         return topic;
     }
 
-    void ensure_dead_letter_topic(std::int32_t partitions) {
-        kafka::topic_options o = topic_options(partitions);
+    void ensure_coordination_topic(const std::string& topic) {
+        kafka::topic_options o = topic_options(1);
+        o.topic_configs = {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "0.1"}, {"segment.ms", "600000"}};
+        (void)kafka::ensure_topic(topic, o);
+    }
+
+    void ensure_dead_letter_topic() {
+        kafka::topic_options o = topic_options(partitions_);
         o.topic_configs = {{"cleanup.policy", "delete"}};
         o.require_compaction = false;
         try {
             (void)kafka::ensure_topic(config_.effective_dead_letter_topic(), o);
         } catch (const changelog_error&) {
             // An existing topic with another partition count is fine for dead letters.
-            kafka::conf c;
-            c.set("bootstrap.servers", config_.bootstrap_servers);
-            const kafka::client admin(RD_KAFKA_PRODUCER, std::move(c));
-            (void)kafka::probe_topic(admin.get(), config_.bootstrap_servers, config_.effective_dead_letter_topic(),
+            const kafka::client a = admin();
+            (void)kafka::probe_topic(a.get(), config_.bootstrap_servers, config_.effective_dead_letter_topic(),
                                      config_.broker_timeout);
         }
     }
@@ -236,7 +262,11 @@ private:
         }
     }
 
-    void make_consumer() {
+    /// The group consumer. It subscribes to the coordination topic only: the
+    /// group elects the leader (the member given its one partition), detects
+    /// dead members, and fences the commits of expelled ones. Input
+    /// partitions are assigned by the runtime itself, task by task.
+    void make_consumer(const std::string& coordination) {
         kafka::conf c;
         c.set("bootstrap.servers", config_.bootstrap_servers);
         c.set("group.id", config_.application_id);
@@ -255,9 +285,8 @@ private:
         rd_kafka_conf_set_opaque(c.get(), this);
         consumer_.emplace(RD_KAFKA_CONSUMER, std::move(c));
         rd_kafka_poll_set_consumer(consumer_->get());
-        const kafka::unique_partition_list topics(rd_kafka_topic_partition_list_new(1));
-        rd_kafka_topic_partition_list_add(topics.get(), config_.input_topics[0].c_str(), RD_KAFKA_PARTITION_UA);
-        kafka::check(rd_kafka_subscribe(consumer_->get(), topics.get()), "subscribe to " + config_.input_topics[0]);
+        const kafka::unique_partition_list topics = kafka::one_partition(coordination, RD_KAFKA_PARTITION_UA);
+        kafka::check(rd_kafka_subscribe(consumer_->get(), topics.get()), "subscribe to " + coordination);
     }
 
     // ------------------------------------------------------- the main loop --
@@ -268,9 +297,11 @@ private:
         while (!stop_requested_.load(std::memory_order_relaxed)) {
             if (callback_failure_) std::rethrow_exception(callback_failure_);
             if (auto f = restorer_->failure()) std::rethrow_exception(f);
+            coordinate();
             start_restored();
             poll_records();
             producer_->poll();
+            writer_->poll();
             const auto now = clock::now();
             for (auto& [p, t] : tasks_)
                 if (t->state() == task_state::running) t->punctuate(now);
@@ -279,13 +310,12 @@ private:
                 next_commit = clock::now() + interval;
                 publish_lag();
             }
-            if (watch_ != nullptr) watch_standbys(now);
         }
         if (callback_failure_) std::rethrow_exception(callback_failure_);
     }
 
     void poll_records() {
-        const int wait_ms = has_running() ? 10 : 100;
+        const int wait_ms = has_running() ? 10 : 50;
         rd_kafka_t* rk = consumer_->get();
         for (std::size_t n = 0; n < config_.max_poll_records; ++n) {
             const kafka::unique_message m(rd_kafka_consumer_poll(rk, n == 0 ? wait_ms : 0));
@@ -297,12 +327,14 @@ private:
             unreachable_since_.reset();
             const auto it = tasks_.find(m->partition);
             // A record of a task that is not running yet is dropped: the task
-            // seeks to its committed offset when it starts.
+            // seeks to its committed offset when it starts. (The coordination
+            // partition is paused and never delivers.)
             if (it == tasks_.end() || it->second->state() != task_state::running) continue;
+            const std::optional<std::size_t> topic = topic_index(rd_kafka_topic_name(m->rkt));
+            if (!topic) continue;
             task& t = *it->second;
-            const std::size_t topic = topic_index(rd_kafka_topic_name(m->rkt));
             t.process(*m);
-            t.next_offsets[topic] = m->offset + 1;
+            t.next_offsets[*topic] = m->offset + 1;
             ++t.uncommitted;
             if (t.timeline.first_record_ms == 0) first_record(t);
         }
@@ -328,10 +360,10 @@ private:
                                      m.err, what);
     }
 
-    [[nodiscard]] std::size_t topic_index(std::string_view topic) const {
+    [[nodiscard]] std::optional<std::size_t> topic_index(std::string_view topic) const {
         for (std::size_t i = 0; i < config_.input_topics.size(); ++i)
             if (config_.input_topics[i] == topic) return i;
-        return 0;
+        return std::nullopt;
     }
 
     [[nodiscard]] bool has_running() const {
@@ -347,15 +379,183 @@ private:
         return r;
     }
 
+    // ------------------------------------------------------- coordination --
+
+    /// Reads the coordination topic, decides as leader, and acts on the
+    /// newest assignment.
+    void coordinate() {
+        const auto now = clock::now();
+        const bool changed = reader_->poll();
+        if (leader_) lead(now, changed);
+        if (changed || waiting_for_release_) act();
+        if (status_dirty_ || now >= next_status_) publish_status();
+    }
+
+    /// The leader: watches the membership, and publishes a new assignment
+    /// whenever the membership or a status changes the decision.
+    void lead(clock::time_point now, bool statuses_changed) {
+        if (membership_changed_ || now >= next_describe_) {
+            watch_->request();
+            next_describe_ = now + std::chrono::milliseconds(250);
+            membership_changed_ = false;
+        }
+        bool decide = statuses_changed || !decided_once_;
+        if (std::optional<std::vector<member>> m = watch_->poll()) {
+            std::vector<std::string> ids;
+            for (const member& each : *m) ids.push_back(each.instance);
+            std::sort(ids.begin(), ids.end());
+            if (ids != members_) {
+                members_ = std::move(ids);
+                noticed_ms_ = wall_clock_ms();
+                emit_rebalance_noticed(noticed_ms_);
+                decide = true;
+            }
+        }
+        // Decide only once the coordination topic is read to its end (the
+        // last decision is known) and the membership is.
+        if (!decide || !reader_->caught_up() || members_.empty()) return;
+        const std::optional<assignment>& current = reader_->latest();
+        assignor_input in;
+        in.tasks = partitions_;
+        in.members = members_;
+        in.current = current ? &*current : nullptr;
+        in.statuses = &reader_->statuses();
+        in.standby_replicas = config_.standby_replicas;
+        in.acceptable_lag = config_.acceptable_standby_lag;
+        std::vector<task_placement> tasks = assign_tasks(in);
+        decided_once_ = true;
+        if (current && current->tasks == tasks && current->members == members_) return;
+        assignment a;
+        a.version = current ? current->version + 1 : 1;
+        a.leader = config_.instance_id;
+        a.decided_ms = wall_clock_ms();
+        a.noticed_ms = noticed_ms_;
+        a.members = members_;
+        a.tasks = std::move(tasks);
+        writer_->publish(a);
+    }
+
+    /// Brings this instance's tasks in line with the newest assignment:
+    /// releases what moved away (after a commit), starts what moved here
+    /// (once its previous instance released it), keeps the standbys it lists.
+    void act() {
+        const std::optional<assignment>& latest = reader_->latest();
+        if (!latest) return;
+        const assignment& a = *latest;
+        const std::string& me = config_.instance_id;
+        waiting_for_release_ = false;
+
+        // Release first, with one commit for all of them.
+        std::vector<std::int32_t> releasing;
+        for (const auto& [p, t] : tasks_) {
+            const task_placement* placed = a.find(p);
+            if (placed == nullptr || placed->active != me) releasing.push_back(p);
+        }
+        if (!releasing.empty()) {
+            commit(running_tasks());
+            for (std::int32_t p : releasing) release(p);
+        }
+
+        for (const task_placement& placed : a.tasks) {
+            const std::int32_t p = placed.task;
+            if (placed.active == me) {
+                if (tasks_.contains(p)) continue;
+                if (!placed.release_from.empty() && placed.release_from != me && still_runs(placed.release_from, p)) {
+                    waiting_for_release_ = true;  // starts once that instance's status no longer lists it
+                    continue;
+                }
+                start_task(p, a);
+                continue;
+            }
+            const bool standby_here = std::find(placed.standbys.begin(), placed.standbys.end(), me) != placed.standbys.end();
+            if (standby_here && !standbys_.contains(p)) start_standby(p);
+            if (!standby_here && standbys_.contains(p)) {
+                close(*standbys_.at(p), false);
+                standbys_.erase(p);
+                status_dirty_ = true;
+            }
+        }
+        // A standby of a task that is now active here was promoted above.
+        acted_version_ = a.version;
+    }
+
+    /// Whether `other`'s latest status still lists task p as its own.
+    [[nodiscard]] bool still_runs(const std::string& other, std::int32_t p) const {
+        const auto& statuses = reader_->statuses();
+        const auto it = statuses.find(other);
+        if (it == statuses.end()) return false;
+        return std::find(it->second.active.begin(), it->second.active.end(), p) != it->second.active.end();
+    }
+
+    void publish_status() {
+        instance_status s;
+        s.instance = config_.instance_id;
+        s.published_ms = wall_clock_ms();
+        s.assignment_version = acted_version_;
+        for (const auto& [p, t] : tasks_) s.active.push_back(p);
+        for (const auto& [p, t] : standbys_)
+            if (const std::optional<std::int64_t> lag = restorer_->lag(*t)) s.standbys.push_back({p, *lag});
+        writer_->publish(s);
+        status_dirty_ = false;
+        next_status_ = clock::now() + std::chrono::milliseconds(500);
+    }
+
+    void emit_rebalance_noticed(std::int64_t at_ms) {
+        if (rebalance_log_) rebalance_log_(at_ms);
+    }
+
     // ---------------------------------------------------------- the tasks --
 
     /// The input partitions of task p: partition p of every input topic.
-    [[nodiscard]] kafka::unique_partition_list inputs_of(const std::vector<std::int32_t>& ps) const {
-        kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(ps.size() * config_.input_topics.size())));
-        for (std::int32_t p : ps)
-            for (const std::string& topic : config_.input_topics)
-                rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
+    [[nodiscard]] kafka::unique_partition_list inputs_of(std::int32_t p) const {
+        kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(config_.input_topics.size())));
+        for (const std::string& topic : config_.input_topics) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
         return l;
+    }
+
+    /// Takes task p: its input partitions are assigned (and paused until it
+    /// has restored), a standby of it is promoted, else it is built anew.
+    void start_task(std::int32_t p, const assignment& a) {
+        const kafka::unique_partition_list inputs = inputs_of(p);
+        kafka::check(rd_kafka_incremental_assign(consumer_->get(), inputs.get()), "assign the input of task " + std::to_string(p));
+        kafka::check(rd_kafka_pause_partitions(consumer_->get(), inputs.get()), "pause the input of task " + std::to_string(p));
+        std::shared_ptr<task> t;
+        if (const auto s = standbys_.find(p); s != standbys_.end()) {
+            std::shared_ptr<task> standby = std::move(s->second);
+            standbys_.erase(s);
+            if (restorer_->promote(*standby)) t = std::move(standby);  // a warm copy: only its lag is restored
+            else close(*standby, false);
+        }
+        const bool promoted = t != nullptr;
+        if (!promoted) t = make_(p, *output_);
+        t->timeline = {};
+        t->timeline.noticed_ms = a.noticed_ms;
+        t->timeline.assigned_ms = wall_clock_ms();
+        tasks_.emplace(p, t);
+        transition(*t, task_state::restoring);
+        if (!promoted) restorer_->add(std::move(t));
+        status_dirty_ = true;
+    }
+
+    void start_standby(std::int32_t p) {
+        std::shared_ptr<task> t = make_(p, *output_);
+        standbys_.emplace(p, t);
+        transition(*t, task_state::standby);
+        restorer_->add_standby(std::move(t));
+        status_dirty_ = true;
+    }
+
+    /// Lets go of task p after a commit: its stores are closed (with a
+    /// checkpoint), its input partitions unassigned.
+    void release(std::int32_t p) {
+        const auto it = tasks_.find(p);
+        if (it == tasks_.end()) return;
+        close(*it->second, it->second->state() == task_state::running && !failed_);
+        tasks_.erase(it);
+        const kafka::unique_partition_list inputs = inputs_of(p);
+        kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()),
+                     "unassign the input of task " + std::to_string(p));
+        status_dirty_ = true;
     }
 
     /// Builds the task's stores (on the restore thread).
@@ -371,14 +571,14 @@ private:
     /// Looks up the task's committed input offsets, and when its previous
     /// owner committed (on the restore thread, after the restore).
     void look_up_committed(task& t) {
-        const kafka::unique_partition_list l = inputs_of({t.partition()});
+        const kafka::unique_partition_list l = inputs_of(t.partition());
         kafka::check(rd_kafka_committed(consumer_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)),
                      "look up the committed offsets of task " + t.id());
         t.committed_offsets.assign(config_.input_topics.size(), RD_KAFKA_OFFSET_BEGINNING);
         for (int i = 0; i < l->cnt; ++i) {
             const rd_kafka_topic_partition_t& e = l->elems[i];
             kafka::check(e.err, "look up the committed offset of " + std::string(e.topic));
-            if (e.offset >= 0) t.committed_offsets[topic_index(e.topic)] = e.offset;
+            if (e.offset >= 0) t.committed_offsets[topic_index(e.topic).value_or(0)] = e.offset;
             if (e.metadata != nullptr && e.metadata_size > 0) read_commit_metadata(t, e);
         }
     }
@@ -397,15 +597,15 @@ private:
     void start_restored() {
         for (std::shared_ptr<task>& t : restorer_->take_ready()) {
             const auto it = tasks_.find(t->partition());
-            if (it == tasks_.end() || it->second != t) continue;  // revoked meanwhile
+            if (it == tasks_.end() || it->second != t) continue;  // released meanwhile
             if (config_.guarantee == processing_guarantee::exactly_once) {
                 // From now on the local state runs ahead of what is committed:
                 // without a checkpoint, a crash wipes it (see build()).
                 std::error_code ec;
                 std::filesystem::remove(t->checkpoint_path, ec);
             }
-            const kafka::unique_partition_list l = inputs_of({t->partition()});
-            for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[topic_index(l->elems[i].topic)];
+            const kafka::unique_partition_list l = inputs_of(t->partition());
+            for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[static_cast<std::size_t>(i)];
             if (rd_kafka_error_t* e = rd_kafka_seek_partitions(consumer_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)))
                 kafka::check(e, "seek task " + t->id() + " to its committed offsets");
             for (int i = 0; i < l->cnt; ++i)
@@ -445,17 +645,18 @@ private:
         const auto phase = [&](const char* name, std::int64_t from, std::int64_t to) {
             if (from == 0 || to == 0) return;
             registry_->gauge_for("strata_task_takeover_seconds",
-                                 "The last takeover of a task, phase by phase: previous owner's last commit to "
-                                 "assignment (detection and rebalance), assignment to restored, restored to first record",
+                                 "The last takeover of a task, phase by phase: the previous owner's last commit to "
+                                 "the leader noticing (detection), to this instance taking the task (assignment), "
+                                 "to its stores restored (restore), to its first record processed (first_record)",
                                  {{"task", t.id()}, {"phase", name}})
                 .set(static_cast<double>(to - from) / 1000.0);
         };
-        phase("detection", tl.previous_commit_ms, tl.assigned_ms);
+        phase("detection", tl.previous_commit_ms, tl.noticed_ms);
+        phase("assignment", tl.noticed_ms, tl.assigned_ms);
         phase("restore", tl.assigned_ms, tl.restored_ms);
         phase("first_record", tl.restored_ms, tl.first_record_ms);
         phase("total", tl.previous_commit_ms, tl.first_record_ms);
-        if (!takeover_log_) return;
-        takeover_log_(t);
+        if (takeover_log_) takeover_log_(t);
     }
 
     // --------------------------------------------------------- rebalances --
@@ -473,26 +674,32 @@ private:
         }
     }
 
-    [[nodiscard]] std::vector<std::int32_t> task_partitions(const rd_kafka_topic_partition_list_t* parts) const {
-        std::vector<std::int32_t> ps;
-        for (int i = 0; i < parts->cnt; ++i)
-            if (config_.input_topics[0] == parts->elems[i].topic) ps.push_back(parts->elems[i].partition);
-        return ps;
-    }
-
+    /// The group assigns and revokes only the coordination topic's partition:
+    /// whoever holds it leads. A lost assignment means this instance was
+    /// expelled (its commits would be refused): it stops every task, and the
+    /// leader reassigns them when it is back in the group.
     void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
         const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
-        const std::vector<std::int32_t> ps = task_partitions(parts);
-        const kafka::unique_partition_list inputs = inputs_of(ps);
+        membership_changed_ = true;
+        const auto coordination = [&] {
+            for (int i = 0; i < parts->cnt; ++i)
+                if (!topic_index(parts->elems[i].topic)) return true;
+            return false;
+        };
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-            if (cooperative) kafka::check(rd_kafka_incremental_assign(rk, inputs.get()), "take the assigned partitions");
-            else kafka::check(rd_kafka_assign(rk, inputs.get()), "take the assigned partitions");
-            // Paused until the task is restored and seeks to its committed offset.
-            kafka::check(rd_kafka_pause_partitions(rk, inputs.get()), "pause the assigned partitions");
-            for (std::int32_t p : ps) assign(p);
+            if (cooperative) kafka::check(rd_kafka_incremental_assign(rk, parts), "take the assigned partitions");
+            else kafka::check(rd_kafka_assign(rk, parts), "take the assigned partitions");
+            // The coordination topic is read by its own consumer.
+            kafka::check(rd_kafka_pause_partitions(rk, parts), "pause the coordination partition");
+            if (coordination()) {
+                leader_ = true;
+                decided_once_ = false;  // a new leader decides at once
+            }
         } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-            revoke(ps, rd_kafka_assignment_lost(rk) != 0);
-            if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, inputs.get()), "give back the revoked partitions");
+            const bool lost = rd_kafka_assignment_lost(rk) != 0;
+            if (coordination()) leader_ = false;
+            if (lost) lose_all();
+            if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, parts), "give back the revoked partitions");
             else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
         } else {
             (void)rd_kafka_assign(rk, nullptr);
@@ -500,88 +707,22 @@ private:
         }
     }
 
-    void assign(std::int32_t p) {
-        if (tasks_.contains(p)) return;
-        membership_changed_ = true;
-        if (const auto s = standbys_.find(p); s != standbys_.end()) {
-            std::shared_ptr<task> t = std::move(s->second);
-            standbys_.erase(s);
-            if (restorer_->promote(*t)) {  // a warm copy: only its lag is restored
-                t->timeline = {};
-                t->timeline.assigned_ms = wall_clock_ms();
-                tasks_.emplace(p, t);
-                transition(*t, task_state::restoring);
-                return;
-            }
-            close(*t, false);
-        }
-        std::shared_ptr<task> t = make_(p, *output_);
-        t->timeline.assigned_ms = wall_clock_ms();
-        tasks_.emplace(p, t);
-        transition(*t, task_state::restoring);
-        restorer_->add(std::move(t));
-    }
-
-    // ----------------------------------------------------------- standbys --
-
-    /// Keeps the standby tasks this instance should hold, by the rule of
-    /// `standby_partitions`, from the group's membership: asked for every
-    /// second, and soon after a rebalance.
-    void watch_standbys(clock::time_point now) {
-        if (membership_changed_ || now >= next_membership_) {
-            watch_->request();
-            next_membership_ = now + std::chrono::seconds(1);
-            membership_changed_ = false;
-        }
-        const std::optional<std::vector<member>> members = watch_->poll();
-        if (!members) return;
-        std::vector<std::int32_t> wanted = standby_partitions(*members, config_.instance_id, config_.standby_replicas);
-        std::erase_if(wanted, [&](std::int32_t p) { return tasks_.contains(p); });
-        for (auto it = standbys_.begin(); it != standbys_.end();) {
-            if (std::find(wanted.begin(), wanted.end(), it->first) != wanted.end()) {
-                ++it;
-                continue;
-            }
-            close(*it->second, false);
-            it = standbys_.erase(it);
-        }
-        for (std::int32_t p : wanted) {
-            if (standbys_.contains(p)) continue;
-            std::shared_ptr<task> t = make_(p, *output_);
-            standbys_.emplace(p, t);
-            transition(*t, task_state::standby);
-            restorer_->add_standby(std::move(t));
-        }
-    }
-
-    void revoke(const std::vector<std::int32_t>& ps, bool lost) {
-        membership_changed_ = true;
-        std::vector<task*> revoked_running;
-        for (std::int32_t p : ps)
-            if (auto it = tasks_.find(p); it != tasks_.end() && it->second->state() == task_state::running)
-                revoked_running.push_back(it->second.get());
-        bool committed = !lost && !failed_;
-        if (committed) {
-            // Under exactly-once one transaction holds every task's work.
-            try {
-                commit(config_.guarantee == processing_guarantee::exactly_once ? running_tasks() : revoked_running);
-            } catch (...) {
-                committed = false;
-                if (!callback_failure_) callback_failure_ = std::current_exception();
-            }
-        } else if (lost && eos_ && !failed_) {
-            // The open transaction holds work of the lost tasks, which their
-            // new owner redoes: abort it, and rebuild the tasks that stay.
-            abandon_transaction();
-            rebuild_after_abort();
-            eos_->begin();
-        }
+    /// This instance is out of the group: its tasks may run elsewhere
+    /// already. Close them all without a commit (under exactly-once the open
+    /// transaction is aborted).
+    void lose_all() {
+        abandon_transaction();
+        std::vector<std::int32_t> ps;
+        for (const auto& [p, t] : tasks_) ps.push_back(p);
         for (std::int32_t p : ps) {
-            const auto it = tasks_.find(p);
-            if (it == tasks_.end()) continue;
-            close(*it->second, committed && it->second->state() == task_state::running);
-            tasks_.erase(it);
+            close(*tasks_.at(p), false);
+            tasks_.erase(p);
+            const kafka::unique_partition_list inputs = inputs_of(p);
+            (void)rd_kafka_incremental_unassign(consumer_->get(), inputs.get());
         }
+        if (eos_) eos_->begin();
+        status_dirty_ = true;
+        acted_version_ = 0;
     }
 
     /// Closes a task: with `clean`, after a commit, its checkpoint records
@@ -614,8 +755,13 @@ private:
     }
 
     void close_all(bool clean) {
-        for (auto& [p, t] : tasks_) close(*t, clean && t->state() == task_state::running && !failed_);
-        tasks_.clear();
+        std::vector<std::int32_t> ps;
+        for (const auto& [p, t] : tasks_) ps.push_back(p);
+        for (std::int32_t p : ps) {
+            task& t = *tasks_.at(p);
+            close(t, clean && t.state() == task_state::running && !failed_);
+            tasks_.erase(p);
+        }
         for (auto& [p, t] : standbys_) close(*t, false);
         standbys_.clear();
     }
@@ -655,9 +801,10 @@ private:
                 const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), offsets.get(), 0);
                 if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
                     err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
-                    // The group moved on; what was processed is processed again
-                    // by the next owner (at-least-once allows it).
-                    counter("strata_instance_commits_failed_total", "Commits the group refused during a rebalance").inc();
+                    // Refused during a rebalance: committed with the next
+                    // commit, or processed again by the next owner
+                    // (at-least-once allows it).
+                    counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
                     return;
                 }
                 kafka::check(err, "commit the input offsets");
@@ -673,7 +820,7 @@ private:
                 // The transaction was aborted: the stores are ahead of their
                 // changelogs. Rebuild them from the changelogs and resume from
                 // the committed offsets.
-                counter("strata_instance_commits_failed_total", "Commits the group refused during a rebalance").inc();
+                counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
                 rebuild_after_abort();
                 eos_->begin();
                 return;
@@ -696,7 +843,7 @@ private:
             if (t->state() != task_state::running) continue;
             t->close_stores();
             transition(*t, task_state::closed);
-            const kafka::unique_partition_list l = inputs_of({p});
+            const kafka::unique_partition_list l = inputs_of(p);
             kafka::check(rd_kafka_pause_partitions(consumer_->get(), l.get()), "pause task " + t->id());
             std::shared_ptr<task> fresh = make_(p, *output_);
             fresh->timeline.assigned_ms = wall_clock_ms();
@@ -719,11 +866,18 @@ private:
         return registry_->counter_for(name, help, {{"instance", config_.instance_id}});
     }
 
+public:
+    /// @brief Called on the processing thread of the leader when it sees the
+    /// group's membership change (wall-clock ms), before it decides.
+    void on_rebalance_noticed(std::function<void(std::int64_t)> fn) { rebalance_log_ = std::move(fn); }
+
+private:
     application_config config_;
     task_maker make_;
     metrics::registry* registry_;
     restore_callback on_restore_;
     std::function<void(const task&)> takeover_log_;
+    std::function<void(std::int64_t)> rebalance_log_;
     std::atomic<bool> stop_requested_{false};
     std::exception_ptr callback_failure_;
     bool failed_ = false;
@@ -735,16 +889,28 @@ private:
     std::shared_ptr<kafka::producer> producer_;
     output* output_ = nullptr;
     task_environment* env_ = nullptr;
+    coordination_reader* reader_ = nullptr;
+    coordination_writer* writer_ = nullptr;
+    group_watch* watch_ = nullptr;
     std::optional<kafka::client> consumer_;
     restorer* restorer_ = nullptr;
-    group_watch* watch_ = nullptr;
     std::map<std::int32_t, std::shared_ptr<task>> tasks_;     // active tasks, by partition
     std::map<std::int32_t, std::shared_ptr<task>> standbys_;  // standby tasks, by partition
-    bool membership_changed_ = true;
-    clock::time_point next_membership_{};
     std::optional<clock::time_point> unreachable_since_;
     std::mutex topics_mutex_;
     std::set<std::string> ensured_;
+
+    // Coordination (processing thread):
+    bool leader_ = false;
+    bool membership_changed_ = true;
+    bool decided_once_ = false;
+    bool status_dirty_ = true;
+    bool waiting_for_release_ = false;
+    std::vector<std::string> members_;
+    std::int64_t noticed_ms_ = 0;
+    std::int64_t acted_version_ = 0;
+    clock::time_point next_describe_{};
+    clock::time_point next_status_{};
 };
 
 }  // namespace strata::runtime

@@ -1,9 +1,7 @@
 #pragma once
 /// @file
-/// @brief Who is in an application's group and which partitions each
-/// member holds, from the group coordinator (DescribeConsumerGroups), and
-/// the rule that places standby replicas: one every instance computes the
-/// same way from the same membership, so no instance needs to be told.
+/// @brief Who is in an application's group, from the group coordinator
+/// (DescribeConsumerGroups): what the leader decides from.
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
@@ -27,37 +25,15 @@ namespace strata::runtime {
 struct member {
     std::string instance;               ///< its instance id (the consumer's client.id)
     std::string member_id;              ///< the coordinator's id of the member
-    std::vector<std::int32_t> active;   ///< task partitions the group assigned to it, ascending
+    std::vector<std::int32_t> active;   ///< partitions of `topic` the group assigned to it, ascending
 };
-
-/// @brief The partitions `self` keeps standby replicas of: with members
-/// ordered by instance id (then member id), the `replicas` members after a
-/// task's active member, wrapping around, hold its standbys. There are at
-/// most members - 1 standbys of a task, never on its active member.
-[[nodiscard]] inline std::vector<std::int32_t> standby_partitions(std::vector<member> members, std::string_view self,
-                                                                  int replicas) {
-    std::sort(members.begin(), members.end(), [](const member& a, const member& b) {
-        return std::tie(a.instance, a.member_id) < std::tie(b.instance, b.member_id);
-    });
-    const std::size_t n = members.size();
-    std::vector<std::int32_t> out;
-    for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t k = 1; k <= static_cast<std::size_t>(std::max(replicas, 0)) && k < n; ++k) {
-            if (members[(i + k) % n].instance != self) continue;
-            out.insert(out.end(), members[i].active.begin(), members[i].active.end());
-        }
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-}
 
 /// @brief Asks the group coordinator for the group's members without
 /// blocking: `request()` sends, `poll()` answers once the reply is in.
 /// Used on one thread.
 class group_watch {
 public:
-    /// @param topic the topic whose partitions name tasks (the first input topic)
+    /// @param topic the topic whose assigned partitions each member lists
     group_watch(const std::string& bootstrap, std::string group, std::string topic, std::chrono::milliseconds timeout)
         : group_(std::move(group)), topic_(std::move(topic)), timeout_(timeout), client_(make(bootstrap)),
           queue_(rd_kafka_queue_new(client_.get())) {}

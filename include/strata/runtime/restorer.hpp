@@ -18,6 +18,7 @@
 #include <exception>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -117,6 +118,15 @@ public:
     [[nodiscard]] std::vector<std::shared_ptr<task>> take_ready() {
         const std::lock_guard lock(mutex_);
         return std::exchange(ready_, {});
+    }
+
+    /// @brief How many changelog records the standby task t is behind (the
+    /// largest over its stores), once it has looked at its changelogs.
+    [[nodiscard]] std::optional<std::int64_t> lag(const task& t) const {
+        const std::lock_guard lock(mutex_);
+        const auto it = lags_.find(&t);
+        if (it == lags_.end()) return std::nullopt;
+        return it->second;
     }
 
     /// @brief What made the restore thread stop, if anything did.
@@ -305,6 +315,13 @@ private:
                     idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
                 }
             }
+            if (j.standby) {
+                std::int64_t lag = 0;
+                for (const store_job& s : j.stores)
+                    lag = std::max<std::int64_t>(lag, static_cast<std::int64_t>(s.progress.to - std::min(s.progress.position, s.progress.to)));
+                const std::lock_guard lock(mutex_);
+                lags_[j.t.get()] = lag;
+            }
             const bool dropped = cancelled(*j.t);
             if (finished && !dropped && !j.standby) {
                 prepare_(*j.t);
@@ -315,6 +332,7 @@ private:
                 std::shared_ptr<task> t = std::move(j.t);
                 {
                     const std::lock_guard lock(mutex_);
+                    lags_.erase(t.get());
                     jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
                     if (!dropped) ready_.push_back(t);
                 }
@@ -378,6 +396,7 @@ private:
     const task* current_ = nullptr;        // the task the restore thread is building or restoring
     std::vector<const task*> cancelled_;  // tasks the processing thread wants back
     std::vector<const task*> promoted_;   // standbys the processing thread made active
+    std::map<const task*, std::int64_t> lags_;  // the standbys' lags, as of their last batch
     std::exception_ptr failure_;
     bool stopping_ = false;
     std::thread thread_;  // last: starts after everything above exists

@@ -57,13 +57,14 @@ enum class task_state : int { created, restoring, running, standby, closed };
 
 /// @brief How a task came to run here, point by point (wall-clock ms; 0
 /// where unknown). For a task taken over from an instance that died, the
-/// gaps are the failover: detection and rebalance (previous commit to
-/// assigned), restore (assigned to restored), and the first poll (restored
-/// to first record).
+/// gaps are the failover: detection (previous commit to the leader noticing
+/// the membership change), assignment (to this instance taking the task),
+/// restore (to its stores caught up), and the first poll (to its first record).
 struct takeover_timeline {
     std::int64_t previous_commit_ms = 0;  ///< the last commit of the task's previous owner (from the commit's metadata)
     std::string previous_owner;           ///< the instance that made that commit
-    std::int64_t assigned_ms = 0;         ///< the group gave the partition to this instance
+    std::int64_t noticed_ms = 0;          ///< the leader saw the membership change that moved the task
+    std::int64_t assigned_ms = 0;         ///< this instance took the task
     std::int64_t restored_ms = 0;         ///< every store of the task caught up with its changelog
     std::int64_t first_record_ms = 0;     ///< the first input record was processed
     std::uint64_t records_restored = 0;   ///< changelog records the restore applied, over all stores
@@ -142,7 +143,7 @@ public:
     }
 
     void flush() override {
-        if constexpr (detail::has_flush<Stack>) (void)s_->flush();
+        if constexpr (strata::detail::has_flush<Stack>) (void)s_->flush();
     }
 
     void save_checkpoint(offset_t offset) override {
@@ -150,7 +151,7 @@ public:
     }
 
     void close() override {
-        if constexpr (detail::has_close<Stack>) s_->close();
+        if constexpr (strata::detail::has_close<Stack>) s_->close();
     }
 
 private:

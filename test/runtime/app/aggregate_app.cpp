@@ -6,6 +6,7 @@
 // It reports on stdout, one line each, for the tests to read:
 //   restored task=<p> store=<name> records=<n> from=<offset> to=<offset>
 //   started task=<p> restored=<n> previous_owner=<instance> previous_commit_ms=<ms> assigned_ms=<ms> restored_ms=<ms> first_record_ms=<ms>
+//   rebalance at_ms=<ms>      (the leader saw the group's membership change)
 //   stopped
 //
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
@@ -96,6 +97,10 @@ int run(App&& app) {
                     tl.previous_owner.empty() ? "-" : tl.previous_owner.c_str(),
                     static_cast<long long>(tl.previous_commit_ms), static_cast<long long>(tl.assigned_ms),
                     static_cast<long long>(tl.restored_ms), static_cast<long long>(tl.first_record_ms));
+        std::fflush(stdout);
+    });
+    app.on_rebalance_noticed([](std::int64_t at_ms) {
+        std::printf("rebalance at_ms=%lld\n", static_cast<long long>(at_ms));
         std::fflush(stdout);
     });
     stop_app = [&app] { app.stop(); };

@@ -1,0 +1,161 @@
+// The leader's placement rule, alone: balance from scratch, a dead
+// instance's tasks to the warmest standby, a new instance warmed up before a
+// task moves to it, a move that waits for the old instance to let go, and
+// the same decision whatever order the members come in.
+
+#include <catch2/catch.hpp>
+
+#include <strata/runtime/assignor.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace strata::runtime;
+
+namespace {
+
+using statuses = std::map<std::string, instance_status, std::less<>>;
+
+std::map<std::string, std::vector<std::int32_t>> actives(const std::vector<task_placement>& tasks) {
+    std::map<std::string, std::vector<std::int32_t>> out;
+    for (const auto& t : tasks) out[t.active].push_back(t.task);
+    return out;
+}
+
+assignment decided(std::vector<task_placement> tasks, std::vector<std::string> members) {
+    assignment a;
+    a.version = 7;
+    a.members = std::move(members);
+    a.tasks = std::move(tasks);
+    return a;
+}
+
+instance_status status(std::string name, std::vector<std::int32_t> active, std::vector<standby_lag> standbys = {}) {
+    instance_status s;
+    s.instance = std::move(name);
+    s.active = std::move(active);
+    s.standbys = std::move(standbys);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("assignor: from nothing, tasks spread evenly and standbys avoid the active instance",
+          "[runtime][assignor]") {
+    assignor_input in;
+    in.tasks = 6;
+    in.members = {"c", "a", "b"};
+    in.standby_replicas = 1;
+    const auto tasks = assign_tasks(in);
+    REQUIRE(tasks.size() == 6);
+    const auto by = actives(tasks);
+    REQUIRE(by.size() == 3);
+    for (const auto& [m, ts] : by) CHECK(ts.size() == 2);
+    std::map<std::string, int> standbys;
+    for (const auto& t : tasks) {
+        REQUIRE(t.standbys.size() == 1);
+        CHECK(t.standbys[0] != t.active);
+        CHECK(t.release_from.empty());
+        ++standbys[t.standbys[0]];
+    }
+    for (const auto& [m, n] : standbys) CHECK(n == 2);
+}
+
+TEST_CASE("assignor: a dead instance's tasks go to the live instance with the warmest standby",
+          "[runtime][assignor]") {
+    const assignment current = decided({{0, "a", {"b"}, ""},
+                                        {1, "a", {"c"}, ""},
+                                        {2, "b", {"a", "c"}, ""},
+                                        {3, "b", {"c"}, ""},
+                                        {4, "c", {"a"}, ""},
+                                        {5, "c", {"b"}, ""}},
+                                       {"a", "b", "c"});
+    statuses s{{"a", status("a", {0, 1}, {{2, 50}, {4, 0}})}, {"c", status("c", {4, 5}, {{1, 0}, {2, 3}, {3, 0}})}};
+    assignor_input in;
+    in.tasks = 6;
+    in.members = {"a", "c"};  // b died
+    in.current = &current;
+    in.statuses = &s;
+    in.standby_replicas = 1;
+    const auto tasks = assign_tasks(in);
+    CHECK(tasks[2].active == "c");  // lag 3 beats a's 50
+    CHECK(tasks[3].active == "c");  // the only standby
+    CHECK(tasks[2].release_from.empty());  // b is dead: nothing to wait for
+    CHECK(tasks[3].release_from.empty());
+    for (const auto& t : tasks)
+        for (const auto& sb : t.standbys) CHECK(sb != "b");
+    CHECK(tasks[0].active == "a");  // the living keep what they run
+    CHECK(tasks[5].active == "c");
+    // c now runs four and a two: a takes one it has a warm copy of, from c.
+    CHECK(tasks[4].active == "a");
+    CHECK(tasks[4].release_from == "c");
+    CHECK(actives(tasks)["a"].size() == 3);
+}
+
+TEST_CASE("assignor: a new instance gets a warm-up copy first, and the task moves once it caught up",
+          "[runtime][assignor]") {
+    const assignment current = decided({{0, "a", {}, ""},
+                                        {1, "a", {}, ""},
+                                        {2, "a", {}, ""},
+                                        {3, "b", {}, ""},
+                                        {4, "b", {}, ""},
+                                        {5, "b", {}, ""}},
+                                       {"a", "b"});
+    assignor_input in;
+    in.tasks = 6;
+    in.members = {"a", "b", "c"};  // c joined
+    in.current = &current;
+    in.acceptable_lag = 100;
+
+    statuses cold{{"a", status("a", {0, 1, 2})}, {"b", status("b", {3, 4, 5})}, {"c", status("c", {})}};
+    in.statuses = &cold;
+    auto tasks = assign_tasks(in);
+    CHECK(actives(tasks)["a"].size() == 3);  // nothing moves to a cold instance
+    CHECK(actives(tasks)["c"].empty());
+    CHECK(tasks[0].standbys == std::vector<std::string>{"c"});  // it warms up a copy of one
+
+    statuses behind = cold;
+    behind["c"] = status("c", {}, {{0, 5000}});
+    in.statuses = &behind;
+    tasks = assign_tasks(in);
+    CHECK(tasks[0].active == "a");  // still too far behind
+
+    statuses caught_up = cold;
+    caught_up["c"] = status("c", {}, {{0, 40}});
+    in.statuses = &caught_up;
+    tasks = assign_tasks(in);
+    CHECK(tasks[0].active == "c");
+    CHECK(tasks[0].release_from == "a");  // a lets go first
+    CHECK(actives(tasks)["a"].size() == 2);
+    CHECK(actives(tasks)["b"].size() == 3);
+}
+
+TEST_CASE("assignor: a move waits until its old instance no longer lists the task", "[runtime][assignor]") {
+    const assignment current = decided({{0, "c", {}, "a"}, {1, "a", {}, ""}}, {"a", "c"});
+    assignor_input in;
+    in.tasks = 2;
+    in.members = {"a", "c"};
+    in.current = &current;
+    statuses still{{"a", status("a", {0, 1})}, {"c", status("c", {})}};
+    in.statuses = &still;
+    CHECK(assign_tasks(in)[0].release_from == "a");
+    statuses released{{"a", status("a", {1})}, {"c", status("c", {})}};
+    in.statuses = &released;
+    CHECK(assign_tasks(in)[0].release_from.empty());
+    in.members = {"c"};  // a died before letting go: nothing to wait for
+    in.statuses = &still;
+    const auto tasks = assign_tasks(in);
+    CHECK(tasks[0].release_from.empty());
+    CHECK(tasks[1].active == "c");
+}
+
+TEST_CASE("assignor: the decision does not depend on the order of the members", "[runtime][assignor]") {
+    assignor_input in;
+    in.tasks = 7;
+    in.standby_replicas = 2;
+    in.members = {"x", "y", "z", "w"};
+    const auto one = assign_tasks(in);
+    in.members = {"z", "w", "y", "x", "x"};
+    CHECK(assign_tasks(in) == one);
+}
