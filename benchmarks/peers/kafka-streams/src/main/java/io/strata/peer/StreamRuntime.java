@@ -284,8 +284,11 @@ final class StreamRuntime {
         streams.setGlobalStateRestoreListener(new RestoreLines(lines));
         streams.setStandbyUpdateListener(new StandbyLines(lines));
 
-        // Our own handlers: the JVM's would start the shutdown hooks and exit
+        // Our own handlers: the JVM's would run the shutdown hooks and exit
         // with 128+signal, while this closes Kafka Streams and exits 0.
+        // sun.misc.Signal (module jdk.unsupported) is the only way in Java 17;
+        // javac warns about it. A process that starts with SIGINT ignored (a
+        // background job of a non-interactive shell) keeps ignoring it.
         CountDownLatch stop = new CountDownLatch(1);
         for (String sig : List.of("TERM", "INT")) {
             sun.misc.Signal.handle(new sun.misc.Signal(sig), s -> {
