@@ -24,6 +24,7 @@
 #include <strata/runtime/assignor.hpp>
 #include <strata/runtime/config.hpp>
 #include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/reaper.hpp>
 #include <strata/runtime/membership.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/restorer.hpp>
@@ -119,6 +120,8 @@ public:
         group_watch watch(config_.bootstrap_servers, config_.application_id, coordination, config_.broker_timeout);
         watch_ = &watch;
         make_consumer(coordination);
+        detail::reaper reaper;  // declared before the restorer: outlives it
+        reaper_ = &reaper;
         restorer r([this](task& t) { build(t); }, [this](task& t) { look_up_committed(t); }, *registry_, on_restore_,
                    config_.restore_batch_records);
         restorer_ = &r;
@@ -153,6 +156,7 @@ public:
         }
         r.stop();
         restorer_ = nullptr;
+        reaper_ = nullptr;  // the reaper finishes its work when run() returns
         consumer_.reset();
         watch_ = nullptr;
         writer_ = nullptr;
@@ -471,6 +475,7 @@ private:
             if (standby_here && !standbys_.contains(p)) start_standby(p);
             if (!standby_here && standbys_.contains(p)) {
                 close(*standbys_.at(p), false);
+                reaper_->dispose(std::move(standbys_.at(p)));
                 standbys_.erase(p);
                 status_dirty_ = true;
             }
@@ -551,6 +556,7 @@ private:
         const auto it = tasks_.find(p);
         if (it == tasks_.end()) return;
         close(*it->second, it->second->state() == task_state::running && !failed_);
+        reaper_->dispose(std::move(it->second));
         tasks_.erase(it);
         const kafka::unique_partition_list inputs = inputs_of(p);
         kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()),
@@ -716,6 +722,7 @@ private:
         for (const auto& [p, t] : tasks_) ps.push_back(p);
         for (std::int32_t p : ps) {
             close(*tasks_.at(p), false);
+            reaper_->dispose(std::move(tasks_.at(p)));
             tasks_.erase(p);
             const kafka::unique_partition_list inputs = inputs_of(p);
             (void)rd_kafka_incremental_unassign(consumer_->get(), inputs.get());
@@ -760,9 +767,13 @@ private:
         for (std::int32_t p : ps) {
             task& t = *tasks_.at(p);
             close(t, clean && t.state() == task_state::running && !failed_);
+            reaper_->dispose(std::move(tasks_.at(p)));
             tasks_.erase(p);
         }
-        for (auto& [p, t] : standbys_) close(*t, false);
+        for (auto& [p, t] : standbys_) {
+            close(*t, false);
+            reaper_->dispose(std::move(t));
+        }
         standbys_.clear();
     }
 
@@ -845,6 +856,7 @@ private:
             transition(*t, task_state::closed);
             const kafka::unique_partition_list l = inputs_of(p);
             kafka::check(rd_kafka_pause_partitions(consumer_->get(), l.get()), "pause task " + t->id());
+            reaper_->dispose(t);
             std::shared_ptr<task> fresh = make_(p, *output_);
             fresh->timeline.assigned_ms = wall_clock_ms();
             t = fresh;
@@ -894,6 +906,7 @@ private:
     group_watch* watch_ = nullptr;
     std::optional<kafka::client> consumer_;
     restorer* restorer_ = nullptr;
+    detail::reaper* reaper_ = nullptr;
     std::map<std::int32_t, std::shared_ptr<task>> tasks_;     // active tasks, by partition
     std::map<std::int32_t, std::shared_ptr<task>> standbys_;  // standby tasks, by partition
     std::optional<clock::time_point> unreachable_since_;

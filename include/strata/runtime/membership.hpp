@@ -50,9 +50,11 @@ public:
         in_flight_ = true;
     }
 
-    /// @brief The members, when a reply to the last request arrived and the
-    /// group was stable (a group in the middle of a rebalance describes
-    /// assignments that are about to change: asked again later).
+    /// @brief The members, when a reply to the last request arrived. A group
+    /// in the middle of a rebalance lists its members already (a member that
+    /// left or timed out is gone from the list when the rebalance starts),
+    /// without their assignments: waiting for the rebalance to end would add
+    /// up to a heartbeat interval to every failover.
     /// @throws kafka_error the coordinator refused the request for good
     [[nodiscard]] std::optional<std::vector<member>> poll() {
         if (!in_flight_) return std::nullopt;
@@ -65,7 +67,8 @@ public:
         std::size_t count = 0;
         const rd_kafka_ConsumerGroupDescription_t** groups = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
         if (count != 1 || rd_kafka_ConsumerGroupDescription_error(groups[0]) != nullptr) return std::nullopt;
-        if (rd_kafka_ConsumerGroupDescription_state(groups[0]) != RD_KAFKA_CONSUMER_GROUP_STATE_STABLE)
+        const rd_kafka_consumer_group_state_t state = rd_kafka_ConsumerGroupDescription_state(groups[0]);
+        if (state == RD_KAFKA_CONSUMER_GROUP_STATE_DEAD || state == RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN)
             return std::nullopt;
         std::vector<member> members;
         for (std::size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(groups[0]); ++i) {

@@ -5,14 +5,14 @@
 //
 // It reports on stdout, one line each, for the tests to read:
 //   restored task=<p> store=<name> records=<n> from=<offset> to=<offset>
-//   started task=<p> restored=<n> previous_owner=<instance> previous_commit_ms=<ms> assigned_ms=<ms> restored_ms=<ms> first_record_ms=<ms>
+//   started task=<p> restored=<n> previous_owner=<instance> previous_commit_ms=<ms> noticed_ms=<ms> assigned_ms=<ms> restored_ms=<ms> first_record_ms=<ms>
 //   rebalance at_ms=<ms>      (the leader saw the group's membership change)
 //   stopped
 //
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
-//          [--standbys N]
+//          [--standbys N] [--acceptable-lag N]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -91,11 +91,12 @@ int run(App&& app) {
     });
     app.on_takeover([](const strata::runtime::task& t) {
         const auto& tl = t.timeline;
-        std::printf("started task=%s restored=%llu previous_owner=%s previous_commit_ms=%lld assigned_ms=%lld "
-                    "restored_ms=%lld first_record_ms=%lld\n",
+        std::printf("started task=%s restored=%llu previous_owner=%s previous_commit_ms=%lld noticed_ms=%lld "
+                    "assigned_ms=%lld restored_ms=%lld first_record_ms=%lld\n",
                     t.id().c_str(), static_cast<unsigned long long>(tl.records_restored),
                     tl.previous_owner.empty() ? "-" : tl.previous_owner.c_str(),
-                    static_cast<long long>(tl.previous_commit_ms), static_cast<long long>(tl.assigned_ms),
+                    static_cast<long long>(tl.previous_commit_ms), static_cast<long long>(tl.noticed_ms),
+                    static_cast<long long>(tl.assigned_ms),
                     static_cast<long long>(tl.restored_ms), static_cast<long long>(tl.first_record_ms));
         std::fflush(stdout);
     });
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
     c.session_timeout = std::chrono::milliseconds(std::stoll(o.get("session-ms", "6000")));
     c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));
     c.standby_replicas = std::stoi(o.get("standbys", "0"));
+    c.acceptable_standby_lag = std::stoll(o.get("acceptable-lag", "10000"));
     const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));
     const std::string output = o.get("output");
     try {
