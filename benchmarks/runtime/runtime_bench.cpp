@@ -1,0 +1,1131 @@
+// The runtime benchmark's driver: runs one stream topology in strata's
+// runtime (aggregate_app, built from test/runtime/app) or in Kafka Streams
+// (scripts/peer-kafka-streams.sh runtime), as child processes on one broker,
+// feeds them input, watches what they print and what the group commits, and
+// prints one JSON line per run on stdout.
+//
+//   runtime_bench throughput ...  N records prefilled, one instance, wall
+//                                 time from its start until the group has
+//                                 committed every input offset; its CPU time
+//   runtime_bench failover ...    three instances, input at a steady rate,
+//                                 SIGKILL of one after a while, then for each
+//                                 task it owned: detection, assignment,
+//                                 restore and first record on its new owner
+//
+// Both check the output at the end: one record per input offset of every
+// input partition (missing ones, duplicates, and values that differ from
+// what one uninterrupted run computes).
+//
+// The topology on both sides: input key "k<i % keys>" (string), value the
+// amount (i % 13) + 1 as 8 bytes big-endian, written to partition
+// murmur2(key) % partitions; per-key store of (count, sum); one output
+// record per input, same key, 24 bytes: input offset, count, sum (int64
+// big-endian each).
+//
+// Child processes: argv is built before fork (librdkafka's threads may hold
+// the allocator's lock), stdout and stderr go to files, and the child dies
+// with the driver (PR_SET_PDEATHSIG). Times the children print are wall-clock
+// milliseconds since the epoch; the driver uses the same clock for its own.
+
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/kafka/murmur2.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#ifndef RUNTIME_BENCH_APP
+#define RUNTIME_BENCH_APP "aggregate_app"
+#endif
+#ifndef RUNTIME_BENCH_PEER
+#define RUNTIME_BENCH_PEER "scripts/peer-kafka-streams.sh"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+constexpr std::int32_t partitions = 6;
+
+std::int64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+double since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
+
+void say(const std::string& s) {
+    std::fprintf(stderr, "runtime_bench: %s\n", s.c_str());
+    std::fflush(stderr);
+}
+
+// ---------------------------------------------------------------- options --
+
+struct args {
+    std::map<std::string, std::string> v;
+
+    args(int argc, char** argv) {
+        for (int i = 2; i < argc; ++i) {
+            std::string a = argv[i];
+            if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument: " + a);
+            v[a.substr(2)] = argv[++i];
+        }
+    }
+    [[nodiscard]] std::string str(const std::string& k, const std::string& def = {}) const {
+        auto it = v.find(k);
+        return it == v.end() ? def : it->second;
+    }
+    [[nodiscard]] std::string need(const std::string& k) const {
+        auto it = v.find(k);
+        if (it == v.end()) throw std::invalid_argument("missing --" + k);
+        return it->second;
+    }
+    /// Integers with suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
+    [[nodiscard]] std::uint64_t num(const std::string& k, std::uint64_t def) const {
+        auto it = v.find(k);
+        if (it == v.end()) return def;
+        const std::string& s = it->second;
+        std::size_t pos = 0;
+        const double x = std::stod(s, &pos);
+        const std::string suf = s.substr(pos);
+        double m = 1;
+        if (suf == "k") m = 1e3;
+        else if (suf == "M") m = 1e6;
+        else if (suf == "G") m = 1e9;
+        else if (suf == "KiB") m = 1024.0;
+        else if (suf == "MiB") m = 1024.0 * 1024;
+        else if (suf == "GiB") m = 1024.0 * 1024 * 1024;
+        else if (!suf.empty()) throw std::invalid_argument("bad number for --" + k + ": " + s);
+        return static_cast<std::uint64_t>(x * m);
+    }
+    [[nodiscard]] double real(const std::string& k, double def) const {
+        auto it = v.find(k);
+        return it == v.end() ? def : std::stod(it->second);
+    }
+};
+
+// ---------------------------------------------------------------- output --
+
+/// One JSON object, built field by field.
+class json {
+public:
+    json& put(const std::string& k, const std::string& v) { return raw(k, quote(v)); }
+    json& put(const std::string& k, const char* v) { return put(k, std::string(v)); }
+    json& put(const std::string& k, double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return raw(k, buf);
+    }
+    json& put(const std::string& k, bool v) { return raw(k, v ? "true" : "false"); }
+    json& put(const std::string& k, std::uint64_t v) { return raw(k, std::to_string(v)); }
+    json& put(const std::string& k, std::int64_t v) { return raw(k, std::to_string(v)); }
+    json& put(const std::string& k, int v) { return raw(k, std::to_string(v)); }
+    json& put(const std::string& k, const json& v) { return raw(k, v.str()); }
+    json& put(const std::string& k, const std::vector<json>& v) {
+        std::string s = "[";
+        for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i].str();
+        return raw(k, s + "]");
+    }
+    json& raw(const std::string& k, const std::string& v) {
+        if (!body_.empty()) body_ += ',';
+        body_ += quote(k) + ":" + v;
+        return *this;
+    }
+    [[nodiscard]] std::string str() const { return "{" + body_ + "}"; }
+    void print() const {
+        std::printf("%s\n", str().c_str());
+        std::fflush(stdout);
+    }
+    static std::string quote(const std::string& s) {
+        std::string o = "\"";
+        for (char c : s) {
+            if (c == '"' || c == '\\') o += '\\', o += c;
+            else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
+            else o += c;
+        }
+        return o + '"';
+    }
+
+private:
+    std::string body_;
+};
+
+/// "k<i>" (appended, not operator+: GCC 12 warns falsely about that one).
+std::string key_name(std::uint64_t i) {
+    std::string k = "k";
+    k += std::to_string(i);
+    return k;
+}
+
+// ------------------------------------------------------------- processes --
+
+/// One child process (strata's app or the Kafka Streams peer), stdout and
+/// stderr to files. Ended with SIGKILL when destroyed while running.
+class child {
+public:
+    child(std::string name, std::vector<std::string> args, const fs::path& out, const fs::path& err)
+        : name_(std::move(name)), out_(out) {
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        const std::string out_path = out.string(), err_path = err.string();
+        const pid_t parent = ::getpid();
+        start_ms_ = wall_ms();
+        start_ = steady::now();
+        pid_ = ::fork();
+        if (pid_ < 0) throw std::runtime_error("fork failed");
+        if (pid_ == 0) {
+            // Only async-signal-safe calls from here on.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) ::_exit(126);
+            const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+            const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (in < 0 || o < 0 || e < 0) ::_exit(127);
+            ::dup2(in, 0);
+            ::dup2(o, 1);
+            ::dup2(e, 2);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+    }
+    child(const child&) = delete;
+    child& operator=(const child&) = delete;
+    ~child() {
+        if (running()) {
+            ::kill(pid_, SIGKILL);
+            (void)wait(10s);
+        }
+    }
+
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+    [[nodiscard]] std::int64_t start_ms() const noexcept { return start_ms_; }
+    [[nodiscard]] steady::time_point start() const noexcept { return start_; }
+
+    /// Whether it has not ended (reaps it if it has).
+    bool running() {
+        if (pid_ <= 0 || status_) return false;
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) != pid_) return true;
+        status_ = status;
+        return false;
+    }
+
+    void signal(int sig) {
+        if (running()) ::kill(pid_, sig);
+    }
+
+    /// Waits for it to end, SIGKILL after `timeout`; its wait status.
+    int wait(std::chrono::seconds timeout) {
+        if (status_) return *status_;
+        const auto deadline = steady::now() + timeout;
+        int status = 0;
+        for (;;) {
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) break;
+            if (steady::now() > deadline) {
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, &status, 0);
+                killed_after_timeout_ = true;
+                break;
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        status_ = status;
+        return status;
+    }
+    [[nodiscard]] bool killed_after_timeout() const noexcept { return killed_after_timeout_; }
+
+    /// "exit 0", "signal 9", ...
+    [[nodiscard]] std::string how_it_ended() const {
+        if (!status_) return "running";
+        if (WIFEXITED(*status_)) return "exit " + std::to_string(WEXITSTATUS(*status_));
+        if (WIFSIGNALED(*status_)) return "signal " + std::to_string(WTERMSIG(*status_));
+        return "status " + std::to_string(*status_);
+    }
+    [[nodiscard]] bool exited_ok() const { return status_ && WIFEXITED(*status_) && WEXITSTATUS(*status_) == 0; }
+
+    /// user + system CPU seconds of the process (all its threads), from
+    /// /proc/<pid>/stat; -1 if it cannot be read.
+    [[nodiscard]] double cpu_seconds() const {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+        std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto close = s.rfind(')');
+        if (close == std::string::npos) return -1;
+        std::istringstream rest(s.substr(close + 2));
+        std::vector<std::string> f;
+        for (std::string t; rest >> t;) f.push_back(t);
+        // Fields 14 (utime) and 15 (stime) of proc(5); f[0] is field 3.
+        if (f.size() < 13) return -1;
+        const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+        return (std::stod(f[11]) + std::stod(f[12])) / ticks;
+    }
+
+    /// Peak resident set (VmHWM) in MiB, -1 if unknown.
+    [[nodiscard]] double peak_rss_mib() const {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+        for (std::string l; std::getline(in, l);)
+            if (l.rfind("VmHWM:", 0) == 0) return std::stod(l.substr(6)) / 1024.0;
+        return -1;
+    }
+
+    [[nodiscard]] std::vector<std::string> lines() const {
+        std::ifstream in(out_);
+        std::vector<std::string> out;
+        for (std::string l; std::getline(in, l);) out.push_back(l);
+        return out;
+    }
+
+private:
+    std::string name_;
+    fs::path out_;
+    pid_t pid_ = -1;
+    std::int64_t start_ms_ = 0;
+    steady::time_point start_;
+    std::optional<int> status_;
+    bool killed_after_timeout_ = false;
+};
+
+/// A line such as "started task=3 assigned_ms=..." split into its first
+/// word and its name=value fields.
+struct event {
+    std::string kind;
+    std::map<std::string, std::string> f;
+
+    [[nodiscard]] std::int64_t num(const std::string& k, std::int64_t def = -1) const {
+        const auto it = f.find(k);
+        if (it == f.end() || it->second.empty() || it->second == "-") return def;
+        try {
+            return std::stoll(it->second);
+        } catch (...) {
+            return def;
+        }
+    }
+    [[nodiscard]] std::string text(const std::string& k) const {
+        const auto it = f.find(k);
+        return it == f.end() ? std::string() : it->second;
+    }
+};
+
+std::vector<event> events_of(const std::vector<std::string>& lines) {
+    std::vector<event> out;
+    for (const auto& l : lines) {
+        std::istringstream in(l);
+        event e;
+        if (!(in >> e.kind)) continue;
+        for (std::string w; in >> w;) {
+            const auto eq = w.find('=');
+            if (eq != std::string::npos) e.f[w.substr(0, eq)] = w.substr(eq + 1);
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+// ------------------------------------------------------------- the systems --
+
+struct system_options {
+    std::string system;  // "strata" or "kafka-streams"
+    std::string bootstrap;
+    std::string app_path, peer_path;
+    std::string guarantee;  // at_least_once | exactly_once
+    std::uint64_t commit_ms = 0;
+    std::uint64_t session_ms = 6000;
+    std::uint64_t transaction_ms = 10000;
+    std::uint64_t standbys = 0;
+    std::uint64_t cache_bytes = 10u << 20;  // Kafka Streams' statestore.cache.max.bytes
+    std::string application_id, input, output;
+
+    explicit system_options(const args& a)
+        : system(a.need("system")), bootstrap(a.need("bootstrap")), app_path(a.str("app", RUNTIME_BENCH_APP)),
+          peer_path(a.str("peer", RUNTIME_BENCH_PEER)), guarantee(a.str("guarantee", "at_least_once")),
+          session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
+          standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)) {
+        if (system != "strata" && system != "kafka-streams")
+            throw std::invalid_argument("--system is strata or kafka-streams");
+        if (guarantee != "at_least_once" && guarantee != "exactly_once")
+            throw std::invalid_argument("--guarantee is at_least_once or exactly_once");
+        commit_ms = a.num("commit-ms", guarantee == "exactly_once" ? 100 : 1000);
+        const std::string name = a.need("name");
+        application_id = name + "-app";
+        input = name + "-input";
+        output = name + "-output";
+    }
+
+    [[nodiscard]] bool strata() const { return system == "strata"; }
+
+    /// The command line of one instance.
+    [[nodiscard]] std::vector<std::string> argv(const std::string& instance, const fs::path& state) const {
+        if (strata()) {
+            std::vector<std::string> v = {app_path,    "--bootstrap",  bootstrap,          "--app",
+                                          application_id, "--input",   input,              "--output",
+                                          output,      "--state",      state.string(),     "--instance",
+                                          instance,    "--commit-ms",  std::to_string(commit_ms),
+                                          "--session-ms", std::to_string(session_ms), "--transaction-ms",
+                                          std::to_string(transaction_ms), "--standbys", std::to_string(standbys)};
+            if (guarantee == "exactly_once") v.emplace_back("--exactly-once");
+            return v;
+        }
+        return {peer_path,       "runtime",
+                "--bootstrap",   bootstrap,
+                "--application-id", application_id,
+                "--input",       input,
+                "--output",      output,
+                "--instance",    instance,
+                "--state-dir",   state.string(),
+                "--guarantee",   guarantee == "exactly_once" ? "exactly_once_v2" : "at_least_once",
+                "--standbys",    std::to_string(standbys),
+                "--session-ms",  std::to_string(session_ms),
+                "--commit-ms",   std::to_string(commit_ms),
+                "--transaction-ms", std::to_string(transaction_ms),
+                "--cache-bytes", std::to_string(cache_bytes)};
+    }
+
+    void describe(json& j) const {
+        j.put("system", system)
+            .put("guarantee", guarantee)
+            .put("commit_ms", commit_ms)
+            .put("session_ms", session_ms)
+            .put("transaction_ms", transaction_ms)
+            .put("standbys", standbys)
+            .put("application_id", application_id);
+        if (!strata()) j.put("cache_bytes", cache_bytes);
+    }
+};
+
+// ----------------------------------------------------------------- kafka --
+
+strata::kafka::conf base_conf(const std::string& bootstrap) {
+    strata::kafka::conf c;
+    c.set("bootstrap.servers", bootstrap);
+    return c;
+}
+
+void create_topics(const std::string& bootstrap, const std::vector<std::string>& topics) {
+    strata::kafka::topic_options o;
+    o.bootstrap_servers = bootstrap;
+    o.partitions = partitions;
+    o.topic_configs = {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}};
+    o.require_compaction = false;
+    for (const auto& t : topics)
+        if (strata::kafka::ensure_topic(t, o) != strata::kafka::topic_status::created)
+            throw std::runtime_error("topic " + t + " already exists: every run wants fresh topics");
+}
+
+/// Deletes the run's topics: `exact` ones (input, output) and every topic
+/// whose name starts with `prefix` (`<application id>-`: the changelog and
+/// whatever else the system made for the application), so the broker keeps
+/// only what the next run needs.
+void delete_topics(const std::string& bootstrap, const std::set<std::string>& exact, const std::string& prefix) {
+    try {
+        const strata::kafka::client admin(RD_KAFKA_PRODUCER, base_conf(bootstrap));
+        const rd_kafka_metadata_t* md = nullptr;
+        if (rd_kafka_metadata(admin.get(), 1, nullptr, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
+        std::vector<rd_kafka_DeleteTopic_t*> dt;
+        for (int i = 0; i < md->topic_cnt; ++i)
+            if (const std::string t = md->topics[i].topic; exact.contains(t) || t.rfind(prefix, 0) == 0)
+                dt.push_back(rd_kafka_DeleteTopic_new(md->topics[i].topic));
+        rd_kafka_metadata_destroy(md);
+        if (dt.empty()) return;
+        rd_kafka_queue_t* q = rd_kafka_queue_new(admin.get());
+        rd_kafka_DeleteTopics(admin.get(), dt.data(), dt.size(), nullptr, q);
+        rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+        if (ev != nullptr) rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_DeleteTopic_destroy_array(dt.data(), dt.size());
+    } catch (const std::exception& e) {
+        say(std::string("deleting topics: ") + e.what());
+    }
+}
+
+/// Writes the input: record i has key "k<i % keys>", value (i % 13) + 1 as
+/// int64 big-endian, partition murmur2(key) % partitions. Idempotent and
+/// ordered, so the n-th record written to a partition has offset n; `written`
+/// keeps record i's index at its offset, for checking the output.
+class input_writer {
+public:
+    input_writer(const std::string& bootstrap, const std::string& topic, std::uint64_t keys)
+        : keys_(keys), written_(partitions) {
+        strata::kafka::conf c = base_conf(bootstrap);
+        c.set("enable.idempotence", "true");
+        c.set("acks", "all");
+        c.set("linger.ms", "5");
+        c.set("batch.size", "1000000");
+        c.set("message.timeout.ms", "120000");
+        rd_kafka_conf_set_dr_msg_cb(c.get(), [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+            auto* self = static_cast<input_writer*>(opaque);
+            if (m->err) self->failed_.fetch_add(1);
+            else self->acked_.fetch_add(1);
+        });
+        rd_kafka_conf_set_opaque(c.get(), this);
+        producer_.emplace(RD_KAFKA_PRODUCER, std::move(c));
+        rkt_ = rd_kafka_topic_new(producer_->get(), topic.c_str(), nullptr);
+        const rd_kafka_metadata_t* md = nullptr;
+        if (rd_kafka_metadata(producer_->get(), 0, rkt_, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            rd_kafka_metadata_destroy(md);
+        names_.reserve(keys);
+        for (std::uint64_t k = 0; k < keys; ++k) {
+            names_.push_back(key_name(k));
+            part_.push_back(strata::kafka::default_partition(
+                std::as_bytes(std::span(names_.back().data(), names_.back().size())), partitions));
+        }
+    }
+    input_writer(const input_writer&) = delete;
+    ~input_writer() {
+        if (rkt_ != nullptr) rd_kafka_topic_destroy(rkt_);
+    }
+
+    void write(std::uint64_t i) {
+        const std::uint64_t k = i % keys_;
+        const std::string& key = names_[k];
+        const std::int64_t amount = static_cast<std::int64_t>(i % 13) + 1;
+        unsigned char value[8];
+        for (int b = 0; b < 8; ++b) value[b] = static_cast<unsigned char>(static_cast<std::uint64_t>(amount) >> (56 - 8 * b));
+        const std::int32_t p = part_[k];
+        while (rd_kafka_produce(rkt_, p, RD_KAFKA_MSG_F_COPY, value, sizeof value, key.data(), key.size(), nullptr) !=
+               0) {
+            if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(rd_kafka_last_error()));
+            rd_kafka_poll(producer_->get(), 10);
+        }
+        written_[static_cast<std::size_t>(p)].push_back(static_cast<std::uint32_t>(i));
+        ++count_;
+        if ((count_ & 1023) == 0) rd_kafka_poll(producer_->get(), 0);
+    }
+
+    void poll() { rd_kafka_poll(producer_->get(), 0); }
+
+    void flush() {
+        while (acked_.load() + failed_.load() < count_) rd_kafka_flush(producer_->get(), 100);
+        if (failed_.load() != 0) throw std::runtime_error(std::to_string(failed_.load()) + " input records failed");
+    }
+
+    [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+    [[nodiscard]] std::uint64_t keys() const noexcept { return keys_; }
+    /// Record indexes by partition, in offset order.
+    [[nodiscard]] const std::vector<std::vector<std::uint32_t>>& written() const noexcept { return written_; }
+    [[nodiscard]] std::vector<std::int64_t> ends() const {
+        std::vector<std::int64_t> e;
+        for (const auto& w : written_) e.push_back(static_cast<std::int64_t>(w.size()));
+        return e;
+    }
+
+private:
+    std::uint64_t keys_;
+    std::vector<std::string> names_;
+    std::vector<std::int32_t> part_;
+    std::optional<strata::kafka::client> producer_;
+    rd_kafka_topic_t* rkt_ = nullptr;
+    std::vector<std::vector<std::uint32_t>> written_;
+    std::uint64_t count_ = 0;
+    std::atomic<std::uint64_t> acked_{0}, failed_{0};
+};
+
+/// Reads the committed offsets of the application's group (a consumer with
+/// its group.id that never joins).
+class committed_reader {
+public:
+    committed_reader(const std::string& bootstrap, const std::string& group, std::string topic)
+        : topic_(std::move(topic)), consumer_([&] {
+              strata::kafka::conf c = base_conf(bootstrap);
+              c.set("group.id", group);
+              c.set("isolation.level", "read_committed");
+              c.set("enable.auto.commit", "false");
+              return strata::kafka::client(RD_KAFKA_CONSUMER, std::move(c));
+          }()) {}
+
+    /// Committed offset per partition (0 where none); empty on an error.
+    std::vector<std::int64_t> read() {
+        const strata::kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(partitions));
+        for (std::int32_t p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(l.get(), topic_.c_str(), p);
+        if (rd_kafka_committed(consumer_.get(), l.get(), 10'000) != RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+        std::vector<std::int64_t> out;
+        for (int i = 0; i < l->cnt; ++i) out.push_back(l->elems[i].offset < 0 ? 0 : l->elems[i].offset);
+        return out;
+    }
+
+    bool reached(const std::vector<std::int64_t>& ends) {
+        const auto c = read();
+        if (c.size() != ends.size()) return false;
+        for (std::size_t p = 0; p < ends.size(); ++p)
+            if (c[p] < ends[p]) return false;
+        return true;
+    }
+
+private:
+    std::string topic_;
+    strata::kafka::client consumer_;
+};
+
+/// The high watermarks of a topic's partitions.
+std::vector<std::int64_t> high_watermarks(const std::string& bootstrap, const std::string& topic, bool committed) {
+    strata::kafka::conf c = base_conf(bootstrap);
+    c.set("isolation.level", committed ? "read_committed" : "read_uncommitted");
+    const strata::kafka::client rk(RD_KAFKA_CONSUMER, std::move(c));
+    std::vector<std::int64_t> out;
+    for (std::int32_t p = 0; p < partitions; ++p)
+        out.push_back(strata::kafka::query_end_offset(rk.get(), topic, p, 30s));
+    return out;
+}
+
+/// What the output holds, against the input written.
+struct output_check {
+    std::uint64_t records = 0;       // read committed
+    std::uint64_t distinct = 0;      // distinct (input partition, input offset)
+    std::uint64_t missing = 0;       // input offsets with no output record
+    std::uint64_t duplicates = 0;    // records - distinct
+    std::uint64_t foreign = 0;       // offsets beyond the input, or a key that is not the input's at that offset
+    std::uint64_t bad_values = 0;    // values that are not 24 bytes
+    std::uint64_t wrong_values = 0;  // (count, sum) differing from an uninterrupted run's
+    bool stable = true;              // no open transaction was left on the output
+
+    void describe(json& j) const {
+        j.put("output_records", records)
+            .put("output_distinct", distinct)
+            .put("output_missing", missing)
+            .put("output_duplicates", duplicates)
+            .put("output_foreign", foreign)
+            .put("output_bad_values", bad_values)
+            .put("output_wrong_values", wrong_values)
+            .put("output_stable", stable);
+    }
+};
+
+std::int64_t be64(const unsigned char* p) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+    return static_cast<std::int64_t>(v);
+}
+
+/// Reads the whole output (read committed, once no transaction is open on
+/// it) and checks it against the input.
+output_check check_output(const std::string& bootstrap, const std::string& topic, const input_writer& in) {
+    output_check r;
+    // A killed instance's open transaction holds read-committed readers back
+    // until the broker aborts it.
+    const auto deadline = steady::now() + 120s;
+    for (;;) {
+        if (high_watermarks(bootstrap, topic, true) == high_watermarks(bootstrap, topic, false)) break;
+        if (steady::now() > deadline) {
+            r.stable = false;
+            break;
+        }
+        std::this_thread::sleep_for(500ms);
+    }
+
+    const auto& written = in.written();
+    const std::uint64_t keys = in.keys();
+    // What an uninterrupted run writes for each input offset.
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> expected(partitions);
+    {
+        std::vector<std::pair<std::int64_t, std::int64_t>> totals(keys);
+        for (std::int32_t p = 0; p < partitions; ++p) {
+            expected[p].reserve(written[p].size());
+            for (const std::uint32_t i : written[p]) {
+                auto& t = totals[i % keys];
+                t.first += 1;
+                t.second += static_cast<std::int64_t>(i % 13) + 1;
+                expected[p].push_back(t);
+            }
+        }
+    }
+    std::vector<std::vector<std::uint8_t>> seen(partitions);
+    for (std::int32_t p = 0; p < partitions; ++p) seen[p].assign(written[p].size(), 0);
+
+    strata::kafka::conf c = base_conf(bootstrap);
+    c.set("group.id", "runtime-bench-check-" + std::to_string(::getpid()));
+    c.set("enable.auto.commit", "false");
+    c.set("isolation.level", "read_committed");
+    c.set("enable.partition.eof", "true");
+    c.set("auto.offset.reset", "earliest");
+    const strata::kafka::client rk(RD_KAFKA_CONSUMER, std::move(c));
+    const strata::kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(partitions));
+    for (std::int32_t p = 0; p < partitions; ++p)
+        rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    strata::kafka::check(rd_kafka_assign(rk.get(), l.get()), "assign the output");
+    std::set<std::int32_t> done;
+    const auto read_deadline = steady::now() + 300s;
+    while (done.size() < static_cast<std::size_t>(partitions)) {
+        if (steady::now() > read_deadline) throw std::runtime_error("reading the output took over 300 s");
+        rd_kafka_message_t* m = rd_kafka_consumer_poll(rk.get(), 500);
+        if (m == nullptr) continue;
+        const std::unique_ptr<rd_kafka_message_t, void (*)(rd_kafka_message_t*)> owned(m, rd_kafka_message_destroy);
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            done.insert(m->partition);
+            continue;
+        }
+        if (m->err) throw std::runtime_error(std::string("reading the output: ") + rd_kafka_message_errstr(m));
+        ++r.records;
+        const std::string key(static_cast<const char*>(m->key), m->key_len);
+        if (m->len != 24) {
+            ++r.bad_values;
+            continue;
+        }
+        const auto* v = static_cast<const unsigned char*>(m->payload);
+        const std::int64_t offset = be64(v), count = be64(v + 8), sum = be64(v + 16);
+        const std::int32_t p = strata::kafka::default_partition(std::as_bytes(std::span(key.data(), key.size())),
+                                                                partitions);
+        if (offset < 0 || offset >= static_cast<std::int64_t>(written[p].size()) ||
+            key != key_name(written[p][offset] % keys)) {
+            ++r.foreign;
+            continue;
+        }
+        auto& s = seen[p][offset];
+        if (s < 255) ++s;
+        if (expected[p][offset] != std::make_pair(count, sum)) ++r.wrong_values;
+    }
+    for (std::int32_t p = 0; p < partitions; ++p)
+        for (const std::uint8_t s : seen[p]) {
+            if (s == 0) ++r.missing;
+            else ++r.distinct;
+        }
+    r.duplicates = r.records - r.distinct - r.foreign - r.bad_values;
+    return r;
+}
+
+/// A run's topics and folders: made fresh, removed at the end.
+struct run_space {
+    const system_options& o;
+    fs::path work, logs;
+    bool keep_topics;
+
+    run_space(const system_options& opts, const args& a)
+        : o(opts), work(fs::path(a.need("work")) / opts.application_id), logs(a.str("logs", "")),
+          keep_topics(a.num("keep-topics", 0) != 0) {
+        fs::remove_all(work);
+        fs::create_directories(work);
+        if (logs.empty()) logs = work / "logs";
+        fs::create_directories(logs);
+        create_topics(o.bootstrap, {o.input, o.output});
+    }
+    ~run_space() {
+        std::error_code ec;
+        fs::remove_all(work / "state", ec);
+        if (!keep_topics) delete_topics(o.bootstrap, {o.input, o.output}, o.application_id + "-");
+    }
+
+    std::unique_ptr<child> start(const std::string& instance) {
+        const fs::path state = work / "state" / instance;
+        fs::create_directories(state);
+        const std::string base = o.application_id + "-" + instance;
+        return std::make_unique<child>(instance, o.argv(instance, state), logs / (base + ".out"),
+                                       logs / (base + ".err"));
+    }
+};
+
+/// Ends an instance with SIGTERM; whether it printed `stopped` and exited 0.
+bool stop(child& c, std::chrono::seconds timeout = 90s) {
+    c.signal(SIGTERM);
+    (void)c.wait(timeout);
+    const auto ls = c.lines();
+    return c.exited_ok() && std::find(ls.begin(), ls.end(), "stopped") != ls.end();
+}
+
+// ------------------------------------------------------------ throughput --
+
+void cmd_throughput(const args& a) {
+    const system_options o(a);
+    const std::uint64_t records = a.num("records", 1'000'000), keys = a.num("keys", 100'000);
+    const double timeout_s = a.real("timeout-s", 900);
+    json j;
+    j.put("command", "throughput");
+    o.describe(j);
+    j.put("records", records).put("keys", keys).put("partitions", partitions);
+
+    run_space space(o, a);
+    input_writer in(o.bootstrap, o.input, keys);
+    const auto w0 = steady::now();
+    for (std::uint64_t i = 0; i < records; ++i) in.write(i);
+    in.flush();
+    j.put("prefill_s", since(w0));
+    if (high_watermarks(o.bootstrap, o.input, false) != in.ends())
+        throw std::runtime_error("the input's end offsets differ from the records written");
+    const auto ends = in.ends();
+    committed_reader committed(o.bootstrap, o.application_id, o.input);
+    (void)committed.read();  // connected and the coordinator known before the clock starts
+
+    auto inst = space.start("solo");
+    bool reached = false;
+    while (!(reached = committed.reached(ends))) {
+        if (!inst->running()) throw std::runtime_error("the instance ended early: " + inst->how_it_ended());
+        if (since(inst->start()) > timeout_s) break;
+        std::this_thread::sleep_for(50ms);
+    }
+    const double elapsed = since(inst->start());
+    const std::int64_t end_ms = wall_ms();
+    const double cpu = inst->cpu_seconds();  // before SIGTERM: the shutdown is not timed
+    const double rss = inst->peak_rss_mib();
+    const bool stopped = stop(*inst);
+    if (!reached) throw std::runtime_error("not every input offset committed within " + std::to_string(timeout_s) + " s");
+
+    // First record processed, from the `started` lines.
+    std::int64_t first = -1;
+    for (const auto& e : events_of(inst->lines()))
+        if (e.kind == "started" && e.num("first_record_ms") > 0)
+            first = first < 0 ? e.num("first_record_ms") : std::min(first, e.num("first_record_ms"));
+    const double n = static_cast<double>(records);
+    j.put("elapsed_s", elapsed)
+        .put("records_per_s", n / elapsed)
+        .put("cpu_s", cpu)
+        .put("cpu_s_per_million", cpu / (n / 1e6))
+        .put("peak_rss_mib", rss);
+    if (first > 0) {
+        const double startup = static_cast<double>(first - inst->start_ms()) / 1e3;
+        j.put("startup_s", startup)
+            .put("steady_records_per_s", n / (static_cast<double>(end_ms - first) / 1e3));
+    }
+    j.put("stopped_cleanly", stopped).put("exit", inst->how_it_ended());
+    check_output(o.bootstrap, o.output, in).describe(j);
+    j.print();
+}
+
+// --------------------------------------------------------------- failover --
+
+/// The breakdown of one task's move to a survivor.
+struct moved_task {
+    std::string task, to;
+    std::int64_t noticed_ms = -1, assigned_ms = -1, restored_ms = -1, first_record_ms = -1;
+    std::int64_t restored_records = 0;
+    std::string noticed_from, assigned_from, restored_from;
+    bool from_victim = false;  // the killed instance owned it (else a survivor's task that moved or restarted)
+
+    [[nodiscard]] json to_json(std::int64_t kill_ms) const {
+        auto d = [](std::int64_t a, std::int64_t b) { return std::max<std::int64_t>(0, b - a); };
+        json j;
+        j.put("task", task)
+            .put("to", to)
+            .put("detection_ms", d(kill_ms, noticed_ms))
+            .put("assignment_ms", d(noticed_ms, assigned_ms))
+            .put("restore_ms", d(assigned_ms, restored_ms))
+            .put("first_record_ms", d(restored_ms, first_record_ms))
+            .put("total_ms", d(kill_ms, first_record_ms))
+            .put("restored_records", restored_records)
+            .put("from_victim", from_victim)
+            .put("noticed_from", noticed_from)
+            .put("assigned_from", assigned_from)
+            .put("restored_from", restored_from)
+            .put("at", json()
+                           .put("noticed", noticed_ms)
+                           .put("assigned", assigned_ms)
+                           .put("restored", restored_ms)
+                           .put("first_record", first_record_ms));
+        return j;
+    }
+};
+
+/// Who owns each task, from the `started` lines: the instance whose latest
+/// started line for the task came last (by first_record_ms).
+std::map<std::string, std::string> owners(const std::vector<std::unique_ptr<child>>& cs) {
+    std::map<std::string, std::pair<std::int64_t, std::string>> latest;
+    for (const auto& c : cs)
+        for (const auto& e : events_of(c->lines()))
+            if (e.kind == "started") {
+                auto& l = latest[e.text("task")];
+                if (e.num("first_record_ms") >= l.first) l = {e.num("first_record_ms"), c->name()};
+            }
+    std::map<std::string, std::string> out;
+    for (const auto& [t, l] : latest) out[t] = l.second;
+    return out;
+}
+
+/// The phases of `task`'s first start on survivor `c` after the kill, from
+/// what `c` printed. nullopt if it did not start there.
+std::optional<moved_task> phases(const system_options& o, const child& c, const std::string& task,
+                                 std::int64_t kill_ms, std::int64_t strata_noticed) {
+    const auto es = events_of(c.lines());
+    const event* started = nullptr;
+    for (const auto& e : es)
+        if (e.kind == "started" && e.text("task") == task && e.num("assigned_ms") >= kill_ms) {
+            started = &e;
+            break;
+        }
+    if (started == nullptr) return std::nullopt;
+    moved_task m;
+    m.task = task;
+    m.to = c.name();
+    m.first_record_ms = started->num("first_record_ms");
+    if (o.strata()) {
+        // assigned_ms: this instance took the task (it read the leader's
+        // assignment); restored_ms: every store caught up with its changelog.
+        m.assigned_ms = started->num("assigned_ms");
+        m.assigned_from = "started.assigned_ms";
+        m.restored_ms = started->num("restored_ms");
+        m.restored_from = "started.restored_ms";
+        m.restored_records = std::max<std::int64_t>(0, started->num("restored", 0));
+        // Noticed: when the leader saw the membership change behind the
+        // assignment (the started line's noticed_ms), else the group's first
+        // `rebalance` line after the kill (the leader prints it), else the
+        // assignment.
+        if (const std::int64_t n = started->num("noticed_ms", -1); n >= kill_ms && n <= m.assigned_ms) {
+            m.noticed_ms = n;
+            m.noticed_from = "started.noticed_ms";
+        } else if (strata_noticed >= kill_ms && strata_noticed <= m.assigned_ms) {
+            m.noticed_ms = strata_noticed;
+            m.noticed_from = "rebalance.at_ms";
+        } else {
+            m.noticed_ms = m.assigned_ms;
+            m.noticed_from = "assigned_ms (no rebalance line)";
+        }
+        return m;
+    }
+    // Kafka Streams: the processor's init() (the peer's assigned_ms) comes
+    // after the task's restore, so the assignment is taken from the restore
+    // listener: onRestoreStart (start_ms) is when the task, created on
+    // assignment, has its changelog offsets and begins to restore; onRestoreEnd
+    // (end_ms) is when it caught up. Without a restore line for the task (a
+    // standby with nothing to catch up may have none), assignment runs until
+    // init() and the restore is zero.
+    const event* restored = nullptr;
+    for (const auto& e : es)
+        if (e.kind == "restored" && e.text("task") == task && e.num("start_ms") >= kill_ms &&
+            e.num("end_ms") <= m.first_record_ms) {
+            restored = &e;
+            break;
+        }
+    if (restored != nullptr) {
+        m.assigned_ms = restored->num("start_ms");
+        m.assigned_from = "restored.start_ms";
+        m.restored_ms = restored->num("end_ms");
+        m.restored_from = "restored.end_ms";
+        m.restored_records = std::max<std::int64_t>(0, restored->num("records", 0));
+    } else {
+        m.assigned_ms = m.restored_ms = started->num("assigned_ms");
+        m.assigned_from = m.restored_from = "started.assigned_ms (init, no restore line)";
+    }
+    m.noticed_ms = m.assigned_ms;
+    m.noticed_from = "assignment (no state line)";
+    for (const auto& e : es)
+        if (e.kind == "state" && e.text("to") == "REBALANCING" && e.num("at_ms") >= kill_ms) {
+            m.noticed_ms = std::min(e.num("at_ms"), m.assigned_ms);
+            m.noticed_from = "state.to=REBALANCING";
+            break;
+        }
+    return m;
+}
+
+void cmd_failover(const args& a) {
+    const system_options o(a);
+    const std::uint64_t keys = a.num("keys", 100'000);
+    const double rate = static_cast<double>(a.num("rate", 5000));
+    const double duration_s = a.real("duration-s", 40);
+    const double kill_after_s = a.real("kill-after-s", 15);
+    const double settle_s = a.real("settle-s", 2);
+    const double max_wait_s = a.real("max-kill-wait-s", 60);
+    const double drain_timeout_s = a.real("drain-timeout-s", 180);
+    const int n_instances = static_cast<int>(a.num("instances", 3));
+    json j;
+    j.put("command", "failover");
+    o.describe(j);
+    j.put("keys", keys)
+        .put("rate", rate)
+        .put("duration_s", duration_s)
+        .put("kill_after_s", kill_after_s)
+        .put("instances", n_instances)
+        .put("partitions", partitions);
+
+    run_space space(o, a);
+    input_writer in(o.bootstrap, o.input, keys);
+    committed_reader committed(o.bootstrap, o.application_id, o.input);
+    (void)committed.read();
+
+    // The writer: record i is due at i / rate seconds after t0.
+    std::atomic<bool> stop_writing{false};
+    std::exception_ptr writer_error;
+    const auto t0 = steady::now();
+    std::thread writer([&] {
+        try {
+            std::uint64_t next = 0;
+            while (!stop_writing.load()) {
+                const auto due = static_cast<std::uint64_t>(since(t0) * rate);
+                while (next < due) in.write(next++);
+                in.poll();
+                std::this_thread::sleep_for(5ms);
+            }
+            in.flush();
+        } catch (...) {
+            writer_error = std::current_exception();
+        }
+    });
+    struct writer_guard {
+        std::thread& t;
+        std::atomic<bool>& stop;
+        ~writer_guard() {
+            stop = true;
+            if (t.joinable()) t.join();
+        }
+    } guard{writer, stop_writing};
+
+    std::vector<std::unique_ptr<child>> cs;
+    for (int i = 0; i < n_instances; ++i) cs.push_back(space.start(std::string(1, static_cast<char>('a' + i))));
+    auto all_running = [&] {
+        for (auto& c : cs)
+            if (!c->running()) throw std::runtime_error("instance " + c->name() + " ended: " + c->how_it_ended());
+    };
+
+    // Kill after kill_after_s, once every task has started somewhere and no
+    // task has started for settle_s (the group is at rest), at most max_wait_s
+    // more.
+    bool settled = false;
+    for (;;) {
+        all_running();
+        const double t = since(t0);
+        if (t >= kill_after_s) {
+            std::int64_t last_start = 0;
+            for (const auto& c : cs)
+                for (const auto& e : events_of(c->lines()))
+                    if (e.kind == "started") last_start = std::max(last_start, e.num("first_record_ms"));
+            settled = owners(cs).size() == static_cast<std::size_t>(partitions) &&
+                      static_cast<double>(wall_ms() - last_start) >= settle_s * 1e3;
+            if (settled || t >= kill_after_s + max_wait_s) break;
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    const auto own = owners(cs);
+    std::map<std::string, int> per_instance;
+    for (const auto& [task, inst] : own) ++per_instance[inst];
+    // The victim: the instance owning the most tasks (the first of a, b, c on a tie).
+    std::size_t victim = 0;
+    for (std::size_t i = 0; i < cs.size(); ++i)
+        if (per_instance[cs[i]->name()] > per_instance[cs[victim]->name()]) victim = i;
+    std::vector<std::string> victim_tasks;
+    for (const auto& [task, inst] : own)
+        if (inst == cs[victim]->name()) victim_tasks.push_back(task);
+    if (victim_tasks.empty()) throw std::runtime_error("no instance owns a task at the kill");
+    const double killed_at_s = since(t0);
+    const std::int64_t kill_ms = wall_ms();
+    ::kill(cs[victim]->pid(), SIGKILL);
+    (void)cs[victim]->wait(30s);
+    {
+        json owned;
+        for (const auto& c : cs) owned.put(c->name(), per_instance[c->name()]);
+        j.put("settled", settled).put("killed_at_s", killed_at_s).put("victim", cs[victim]->name()).put("owned", owned);
+    }
+
+    // Input until duration_s, then until the group committed all of it.
+    while (since(t0) < duration_s) {
+        for (std::size_t i = 0; i < cs.size(); ++i)
+            if (i != victim && !cs[i]->running())
+                throw std::runtime_error("instance " + cs[i]->name() + " ended: " + cs[i]->how_it_ended());
+        if (writer_error) std::rethrow_exception(writer_error);
+        std::this_thread::sleep_for(100ms);
+    }
+    stop_writing = true;
+    writer.join();
+    if (writer_error) std::rethrow_exception(writer_error);
+    const double wrote_s = since(t0);
+    j.put("input_records", in.count()).put("input_rate", static_cast<double>(in.count()) / wrote_s);
+    const auto ends = in.ends();
+    const auto d0 = steady::now();
+    bool drained = false;
+    while (!(drained = committed.reached(ends)) && since(d0) < drain_timeout_s) {
+        for (std::size_t i = 0; i < cs.size(); ++i)
+            if (i != victim && !cs[i]->running())
+                throw std::runtime_error("instance " + cs[i]->name() + " ended: " + cs[i]->how_it_ended());
+        std::this_thread::sleep_for(100ms);
+    }
+    j.put("drained", drained).put("drain_s", since(d0));
+    bool stopped = true;
+    for (std::size_t i = 0; i < cs.size(); ++i)
+        if (i != victim) stopped = stop(*cs[i]) && stopped;
+    j.put("stopped_cleanly", stopped);
+    if (!drained) throw std::runtime_error("not every input offset committed within the drain timeout");
+
+    // Every task that started on a survivor after the kill, at its first
+    // start there: the victim's, and any other the group moved or restarted.
+    std::map<std::string, moved_task> first;
+    std::int64_t strata_noticed = -1;  // strata: the first `rebalance` line of any survivor (the leader prints it)
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+        if (i == victim) continue;
+        for (const auto& e : events_of(cs[i]->lines()))
+            if (e.kind == "rebalance" && e.num("at_ms") >= kill_ms &&
+                (strata_noticed < 0 || e.num("at_ms") < strata_noticed))
+                strata_noticed = e.num("at_ms");
+    }
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+        if (i == victim) continue;
+        std::set<std::string> tasks;
+        for (const auto& e : events_of(cs[i]->lines()))
+            if (e.kind == "started" && e.num("assigned_ms") >= kill_ms) tasks.insert(e.text("task"));
+        for (const auto& task : tasks) {
+            auto m = phases(o, *cs[i], task, kill_ms, strata_noticed);
+            if (!m) continue;
+            const auto it = first.find(task);
+            if (it == first.end() || m->first_record_ms < it->second.first_record_ms) first[task] = *m;
+        }
+    }
+    std::vector<json> moved;
+    int others = 0;
+    for (auto& [task, m] : first) {
+        m.from_victim = std::find(victim_tasks.begin(), victim_tasks.end(), task) != victim_tasks.end();
+        if (!m.from_victim) ++others;
+        moved.push_back(m.to_json(kill_ms));
+    }
+    std::vector<std::string> not_restarted;
+    for (const auto& t : victim_tasks)
+        if (!first.contains(t)) not_restarted.push_back(t);
+    std::string nr;
+    for (const auto& t : not_restarted) nr += (nr.empty() ? "" : ",") + t;
+    j.put("kill_ms", kill_ms).put("moved", moved).put("not_restarted", nr).put("other_starts_after_kill", others);
+    check_output(o.bootstrap, o.output, in).describe(j);
+    j.print();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr,
+                     "usage: runtime_bench throughput|failover --system strata|kafka-streams --bootstrap B\n"
+                     "         --name PREFIX --work DIR [--logs DIR] [--app PATH] [--peer PATH] [--keep-topics 1]\n"
+                     "         [--guarantee at_least_once|exactly_once] [--commit-ms 1000|100]\n"
+                     "         [--session-ms 6000] [--transaction-ms 10000] [--cache-bytes 10MiB (Kafka Streams)]\n"
+                     "  throughput [--records 1M] [--keys 100k] [--timeout-s 900]\n"
+                     "  failover   [--rate 5000] [--keys 100k] [--duration-s 40] [--kill-after-s 15]\n"
+                     "             [--standbys 0] [--instances 3] [--settle-s 2] [--max-kill-wait-s 60]\n"
+                     "             [--drain-timeout-s 180]\n"
+                     "Topics <PREFIX>-input and <PREFIX>-output (6 partitions) are created fresh, application\n"
+                     "id <PREFIX>-app; one JSON line on stdout.\n");
+        return 2;
+    }
+    ::signal(SIGPIPE, SIG_IGN);
+    try {
+        const std::string cmd = argv[1];
+        const args a(argc, argv);
+        if (cmd == "throughput") cmd_throughput(a);
+        else if (cmd == "failover") cmd_failover(a);
+        else throw std::invalid_argument("unknown command " + cmd);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "runtime_bench: error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
