@@ -100,7 +100,8 @@ TEST_CASE("runtime: a restart on the same state directory restores only the chan
                     static_cast<long long>(whole));
         CHECK(tail < whole / 4);
         third.kill(SIGTERM);
-        (void)third.wait();
+        const int status = third.wait();
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
     }
 
     // At-least-once: every input made it to the output.

@@ -14,7 +14,7 @@
 
 using namespace runtime_test;
 
-TEST_CASE("runtime: a joining instance takes tasks once warm; a stopping one hands them over at once",
+TEST_CASE("runtime: a joining instance takes tasks once warm, and a stopping one hands them over at once",
           "[kafka][runtime][scale]") {
     test_support::temp_dir dir;
     constexpr std::int32_t partitions = 6;
@@ -60,7 +60,9 @@ TEST_CASE("runtime: a joining instance takes tasks once warm; a stopping one han
                             [&] { return instances["b"]->running() && instances["c"]->running(); }));
     for (const std::string name : {"b", "c"}) {
         instances[name]->kill(SIGTERM);
-        (void)instances[name]->wait();
+        const int status = instances[name]->wait();
+        INFO(name << ":\n" << instances[name]->output());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
     }
     const auto c_log = instances["c"]->lines();
     INFO("c:\n" << instances["c"]->output() << "b:\n" << instances["b"]->output());

@@ -115,7 +115,9 @@ public:
         env_ = &env;
         coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
         reader_ = &reader;
-        coordination_writer writer(config_.bootstrap_servers, coordination, config_.producer_settings);
+        kafka::settings writer_settings = config_.producer_settings;
+        writer_settings.try_emplace("message.timeout.ms", std::to_string(config_.broker_timeout.count()));
+        coordination_writer writer(config_.bootstrap_servers, coordination, writer_settings);
         writer_ = &writer;
         group_watch watch(config_.bootstrap_servers, config_.application_id, coordination, config_.broker_timeout);
         watch_ = &watch;
@@ -770,11 +772,12 @@ private:
             reaper_->dispose(std::move(tasks_.at(p)));
             tasks_.erase(p);
         }
-        for (auto& [p, t] : standbys_) {
-            close(*t, false);
-            reaper_->dispose(std::move(t));
+        while (!standbys_.empty()) {
+            const auto it = standbys_.begin();
+            close(*it->second, false);
+            reaper_->dispose(std::move(it->second));
+            standbys_.erase(it);
         }
-        standbys_.clear();
     }
 
     // ------------------------------------------------------------ commits --
