@@ -136,6 +136,10 @@ for ((rep = 1; rep <= reps; rep++)); do
           --session-ms "${session_ms}" --transaction-ms "${transaction_ms}"
       done
     done
+    # The ceiling: the same work from librdkafka and a hash map, nothing else.
+    run "throughput/ceiling/at_least_once" throughput --system ceiling --name "$(name_of "tp-ceiling")" \
+      --records "${records}" --keys "${keys}" --guarantee at_least_once --commit-ms "${commit_ms_alos}" \
+      --session-ms "${session_ms}" --transaction-ms "${transaction_ms}"
   fi
   if [[ "${only}" != throughput ]]; then
     for sb in "${standbys_list[@]}"; do

@@ -61,6 +61,9 @@
 
 #include <librdkafka/rdkafka.h>
 
+#ifndef RUNTIME_BENCH_CEILING
+#define RUNTIME_BENCH_CEILING "ceiling_app"
+#endif
 #ifndef RUNTIME_BENCH_APP
 #define RUNTIME_BENCH_APP "aggregate_app"
 #endif
@@ -354,9 +357,9 @@ std::vector<event> events_of(const std::vector<std::string>& lines) {
 // ------------------------------------------------------------- the systems --
 
 struct system_options {
-    std::string system;  // "strata" or "kafka-streams"
+    std::string system;  // "strata", "kafka-streams", or "ceiling" (throughput only)
     std::string bootstrap;
-    std::string app_path, peer_path;
+    std::string app_path, peer_path, ceiling_path;
     std::string guarantee;  // at_least_once | exactly_once
     std::uint64_t commit_ms = 0;
     std::uint64_t session_ms = 6000;
@@ -367,11 +370,12 @@ struct system_options {
 
     explicit system_options(const args& a)
         : system(a.need("system")), bootstrap(a.need("bootstrap")), app_path(a.str("app", RUNTIME_BENCH_APP)),
-          peer_path(a.str("peer", RUNTIME_BENCH_PEER)), guarantee(a.str("guarantee", "at_least_once")),
+          peer_path(a.str("peer", RUNTIME_BENCH_PEER)), ceiling_path(a.str("ceiling", RUNTIME_BENCH_CEILING)),
+          guarantee(a.str("guarantee", "at_least_once")),
           session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
           standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)) {
-        if (system != "strata" && system != "kafka-streams")
-            throw std::invalid_argument("--system is strata or kafka-streams");
+        if (system != "strata" && system != "kafka-streams" && system != "ceiling")
+            throw std::invalid_argument("--system is strata, kafka-streams or ceiling");
         if (guarantee != "at_least_once" && guarantee != "exactly_once")
             throw std::invalid_argument("--guarantee is at_least_once or exactly_once");
         commit_ms = a.num("commit-ms", guarantee == "exactly_once" ? 100 : 1000);
@@ -385,6 +389,9 @@ struct system_options {
 
     /// The command line of one instance.
     [[nodiscard]] std::vector<std::string> argv(const std::string& instance, const fs::path& state) const {
+        if (system == "ceiling")
+            return {ceiling_path, "--bootstrap", bootstrap, "--app", application_id, "--input", input,
+                    "--output", output, "--commit-ms", std::to_string(commit_ms)};
         if (strata()) {
             std::vector<std::string> v = {app_path,    "--bootstrap",  bootstrap,          "--app",
                                           application_id, "--input",   input,              "--output",
@@ -418,7 +425,7 @@ struct system_options {
             .put("transaction_ms", transaction_ms)
             .put("standbys", standbys)
             .put("application_id", application_id);
-        if (!strata()) j.put("cache_bytes", cache_bytes);
+        if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
     }
 };
 

@@ -125,6 +125,26 @@ def main():
         p(f"| {label} | {fmt(sr, 'rate')} | {fmt(kr, 'rate')} | {fmt(ratio(sr, kr), 'x')} | {fmt(sc)} / {fmt(kc)} "
           f"| {fmt(ratio(kc, sc), 'x')} | {fmt(su)} / {fmt(ku)} | {fmt(ss, 'rate')} / {fmt(ks, 'rate')} "
           f"({fmt(ratio(ss, ks), 'x')}) | {fmt(sm, 'int')} / {fmt(km, 'int')} | {check} |")
+    c = runs.get("throughput/ceiling/at_least_once", [])
+    if c:
+        cr = median([r.get("records_per_s") for r in c])
+        cc = median([r.get("cpu_s_per_million") for r in c])
+        cs = median([r.get("steady_records_per_s") for r in c])
+        s = runs.get("throughput/strata/at_least_once", [])
+        k = runs.get("throughput/kafka-streams/at_least_once", [])
+        sr, kr = median([r.get("records_per_s") for r in s]), median([r.get("records_per_s") for r in k])
+        ss = median([r.get("steady_records_per_s") for r in s])
+        p("")
+        p("The ceiling of this topology on this machine and broker: `benchmarks/runtime/ceiling_app.cpp`, the same "
+          "input, totals and output records from a plain librdkafka program with the totals in a "
+          "`std::unordered_map` (no changelog, no cache, no coordination; at-least-once commits).")
+        p("")
+        p("| | ceiling | strata / ceiling | Kafka Streams / ceiling | 3x Kafka Streams / ceiling |")
+        p("| --- | --- | --- | --- | --- |")
+        p(f"| records/s | {fmt(cr, 'rate')} | {fmt(ratio(sr, cr), 'ratio')} | {fmt(ratio(kr, cr), 'ratio')} "
+          f"| {fmt(ratio(3 * kr, cr) if kr else None, 'ratio')} |")
+        p(f"| steady records/s | {fmt(cs, 'rate')} | {fmt(ratio(ss, cs), 'ratio')} | | |")
+        p(f"| CPU s per M | {fmt(cc)} | | | |")
     p("")
 
     # ---- failover
@@ -153,7 +173,7 @@ def main():
             med["victim_total_ms"] = median([t.get("total_ms") for t in victims])
             # Without a line for the moment strata noticed, detection runs until
             # the assignment: the two are only comparable summed.
-            med["no_notice"] = bool(tasks) and all(not t.get("noticed_from", "").startswith(("rebalance", "state"))
+            med["no_notice"] = bool(tasks) and all(not t.get("noticed_from", "").startswith(("rebalance", "state", "started"))
                                                    for t in tasks)
             med["detect_assign_ms"] = median([t.get("detection_ms", 0) + t.get("assignment_ms", 0) for t in tasks])
             fo[(sb, sys_key)] = med

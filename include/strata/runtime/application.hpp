@@ -121,8 +121,7 @@ public:
             bad_record(m, topic, e.what());
             return;
         }
-        rd_kafka_timestamp_type_t type{};
-        const std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+        const std::int64_t ts = r->timestamp;
         try {
             if (--until_timed_ == 0) {
                 until_timed_ = 16;

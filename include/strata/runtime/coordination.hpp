@@ -102,6 +102,9 @@ class coordination_reader {
 public:
     coordination_reader(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
         : topic_(std::move(topic)), consumer_(make(bootstrap, topic_, extra)) {
+        // Known before it is assigned: a partition whose leader librdkafka
+        // does not know yet starts fetching only 500 ms later.
+        (void)kafka::probe_topic(consumer_.get(), bootstrap, topic_, std::chrono::seconds(30));
         const kafka::unique_partition_list l = kafka::one_partition(topic_, 0, RD_KAFKA_OFFSET_BEGINNING);
         kafka::check(rd_kafka_assign(consumer_.get(), l.get()), "read " + topic_);
     }
@@ -145,6 +148,8 @@ private:
         c.set("enable.partition.eof", "true");
         c.set("enable.auto.commit", "false");
         c.set("fetch.wait.max.ms", "10");
+        c.set("fetch.error.backoff.ms", "10");
+        c.set("fetch.error.backoff.ms", "10");
         return kafka::client(RD_KAFKA_CONSUMER, std::move(c));
     }
 

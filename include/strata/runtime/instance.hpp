@@ -280,6 +280,11 @@ private:
         c.set("auto.offset.reset", "earliest");
         c.set("session.timeout.ms", std::to_string(config_.session_timeout.count()));
         c.set("heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(config_.session_timeout.count() / 5, 100)));
+        // A fetch the broker holds for lack of data delays a partition that
+        // was just resumed by as long: a task's first records came 500 ms
+        // after its restore with librdkafka's default.
+        c.set("fetch.wait.max.ms", "10");
+        c.set("fetch.error.backoff.ms", "10");
         c.set(config_.consumer_settings);
         // Not overridable: the runtime commits itself, reads only committed
         // data, and relies on cooperative rebalancing.
@@ -291,6 +296,11 @@ private:
         rd_kafka_conf_set_opaque(c.get(), this);
         consumer_.emplace(RD_KAFKA_CONSUMER, std::move(c));
         rd_kafka_poll_set_consumer(consumer_->get());
+        // The input topics' leaders, known before any of their partitions is
+        // assigned: librdkafka starts fetching a partition whose leader it
+        // does not know yet only 500 ms later.
+        for (const std::string& topic : config_.input_topics)
+            (void)kafka::probe_topic(consumer_->get(), config_.bootstrap_servers, topic, config_.broker_timeout);
         const kafka::unique_partition_list topics = kafka::one_partition(coordination, RD_KAFKA_PARTITION_UA);
         kafka::check(rd_kafka_subscribe(consumer_->get(), topics.get()), "subscribe to " + coordination);
     }
@@ -332,9 +342,9 @@ private:
             }
             unreachable_since_.reset();
             const auto it = tasks_.find(m->partition);
-            // A record of a task that is not running yet is dropped: the task
-            // seeks to its committed offset when it starts. (The coordination
-            // partition is paused and never delivers.)
+            // Only running tasks have their input assigned; a record of
+            // another task is left over from an assignment just given back.
+            // (The coordination partition is paused and never delivers.)
             if (it == tasks_.end() || it->second->state() != task_state::running) continue;
             const std::optional<std::size_t> topic = topic_index(rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
@@ -520,12 +530,9 @@ private:
         return l;
     }
 
-    /// Takes task p: its input partitions are assigned (and paused until it
-    /// has restored), a standby of it is promoted, else it is built anew.
+    /// Takes task p: a standby of it is promoted, else it is built anew. Its
+    /// input partitions are assigned once it has restored (start_restored).
     void start_task(std::int32_t p, const assignment& a) {
-        const kafka::unique_partition_list inputs = inputs_of(p);
-        kafka::check(rd_kafka_incremental_assign(consumer_->get(), inputs.get()), "assign the input of task " + std::to_string(p));
-        kafka::check(rd_kafka_pause_partitions(consumer_->get(), inputs.get()), "pause the input of task " + std::to_string(p));
         std::shared_ptr<task> t;
         if (const auto s = standbys_.find(p); s != standbys_.end()) {
             std::shared_ptr<task> standby = std::move(s->second);
@@ -558,12 +565,17 @@ private:
         const auto it = tasks_.find(p);
         if (it == tasks_.end()) return;
         close(*it->second, it->second->state() == task_state::running && !failed_);
+        unassign_inputs(*it->second);
         reaper_->dispose(std::move(it->second));
         tasks_.erase(it);
-        const kafka::unique_partition_list inputs = inputs_of(p);
-        kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()),
-                     "unassign the input of task " + std::to_string(p));
         status_dirty_ = true;
+    }
+
+    void unassign_inputs(task& t) {
+        if (!t.inputs_assigned) return;
+        const kafka::unique_partition_list inputs = inputs_of(t.partition());
+        kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()), "unassign the input of task " + t.id());
+        t.inputs_assigned = false;
     }
 
     /// Builds the task's stores (on the restore thread).
@@ -612,13 +624,13 @@ private:
                 std::error_code ec;
                 std::filesystem::remove(t->checkpoint_path, ec);
             }
+            // Assigned only now, at the committed offsets: assigning earlier
+            // and seeking later left librdkafka with an outdated offset query
+            // and a task's first records 500 ms late.
             const kafka::unique_partition_list l = inputs_of(t->partition());
             for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[static_cast<std::size_t>(i)];
-            if (rd_kafka_error_t* e = rd_kafka_seek_partitions(consumer_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)))
-                kafka::check(e, "seek task " + t->id() + " to its committed offsets");
-            for (int i = 0; i < l->cnt; ++i)
-                if (l->elems[i].err) kafka::check(l->elems[i].err, "seek " + std::string(l->elems[i].topic));
-            kafka::check(rd_kafka_resume_partitions(consumer_->get(), l.get()), "resume task " + t->id());
+            kafka::check(rd_kafka_incremental_assign(consumer_->get(), l.get()), "assign the input of task " + t->id());
+            t->inputs_assigned = true;
             t->next_offsets.assign(config_.input_topics.size(), -1);
             transition(*t, task_state::running);
             t->start();
@@ -724,10 +736,13 @@ private:
         for (const auto& [p, t] : tasks_) ps.push_back(p);
         for (std::int32_t p : ps) {
             close(*tasks_.at(p), false);
+            try {
+                unassign_inputs(*tasks_.at(p));
+            } catch (const error&) {
+                // Out of the group already: nothing to give back.
+            }
             reaper_->dispose(std::move(tasks_.at(p)));
             tasks_.erase(p);
-            const kafka::unique_partition_list inputs = inputs_of(p);
-            (void)rd_kafka_incremental_unassign(consumer_->get(), inputs.get());
         }
         if (eos_) eos_->begin();
         status_dirty_ = true;
@@ -857,8 +872,7 @@ private:
             if (t->state() != task_state::running) continue;
             t->close_stores();
             transition(*t, task_state::closed);
-            const kafka::unique_partition_list l = inputs_of(p);
-            kafka::check(rd_kafka_pause_partitions(consumer_->get(), l.get()), "pause task " + t->id());
+            unassign_inputs(*t);  // assigned again, at the committed offsets, once rebuilt
             reaper_->dispose(t);
             std::shared_ptr<task> fresh = make_(p, *output_);
             fresh->timeline.assigned_ms = wall_clock_ms();

@@ -12,7 +12,7 @@
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
-//          [--standbys N] [--acceptable-lag N]
+//          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
     c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));
     c.standby_replicas = std::stoi(o.get("standbys", "0"));
     c.acceptable_standby_lag = std::stoll(o.get("acceptable-lag", "10000"));
+    c.broker_timeout = std::chrono::milliseconds(std::stoll(o.get("broker-timeout-ms", "60000")));
     const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));
     const std::string output = o.get("output");
     try {
