@@ -18,32 +18,12 @@ using strata::kafka::kafka_changelog;
 
 namespace {
 
-std::string broker_script() {
-    return kafka_test::required_env("STRATA_KAFKA_BROKER_SCRIPT",
-                                    "export it as <repo>/scripts/kafka-broker.sh (the project's test command "
-                                    "does) so this test can kill and restart the broker");
-}
-
-int run(const std::string& script, const std::string& args) {
-    const std::string cmd = "'" + script + "' " + args + " >&2";
-    return std::system(cmd.c_str());
-}
-
-/// Starts the broker again (keeping its data) whenever the test leaves,
-/// passing or failing, so that it never stays down for the tests after it.
-struct broker_comes_back {
-    std::string script;
-    ~broker_comes_back() {
-        if (run(script, "status") != 0) (void)run(script, "start --keep-data");
-    }
-};
-
 std::string key_of(int i) { return "r" + std::to_string(i); }
 
 }  // namespace
 
 TEST_CASE("broker restart: no acknowledged record is lost, none written twice", "[kafka][broker-restart]") {
-    const std::string script = broker_script();
+    const std::string script = kafka_test::broker_script();
     const std::string topic = kafka_test::make_topic("broker-restart");
     auto o = kafka_test::log_options(topic);
     o.producer_settings = {{"message.timeout.ms", "120000"}, {"linger.ms", "5"}};
@@ -53,7 +33,7 @@ TEST_CASE("broker restart: no acknowledged record is lost, none written twice", 
     std::uint64_t acknowledged_end = 0;
     bool flush_failed = false;
     {
-        broker_comes_back guard{script};
+        kafka_test::broker_comes_back guard{script};
         kafka_changelog log(o);
         for (; appended < 2000; ++appended) {
             const std::string k = key_of(appended);
@@ -62,10 +42,10 @@ TEST_CASE("broker restart: no acknowledged record is lost, none written twice", 
         acknowledged_end = log.flush();
         REQUIRE(acknowledged_end == 2000);
 
-        REQUIRE(run(script, "kill") == 0);
-        REQUIRE(run(script, "status") != 0);
+        REQUIRE(kafka_test::run_broker_script(script, "kill") == 0);
+        REQUIRE(kafka_test::run_broker_script(script, "status") != 0);
         // The broker comes back while the writer keeps appending and flushes.
-        std::thread restarter([&] { (void)run(script, "start --keep-data"); });
+        std::thread restarter([&] { (void)kafka_test::run_broker_script(script, "start --keep-data"); });
         try {
             for (; appended < 4000; ++appended) {
                 const std::string k = key_of(appended);
@@ -80,7 +60,7 @@ TEST_CASE("broker restart: no acknowledged record is lost, none written twice", 
         }
         restarter.join();
     }
-    REQUIRE(run(script, "status") == 0);
+    REQUIRE(kafka_test::run_broker_script(script, "status") == 0);
 
     // Read back with a fresh changelog object.
     kafka_changelog reader(o);

@@ -42,6 +42,29 @@ inline std::string unique_name(const std::string& what) {
            std::to_string(counter++);
 }
 
+/// The broker script the test command exports, for tests that stop and
+/// restart the broker.
+inline std::string broker_script() {
+    return required_env("STRATA_KAFKA_BROKER_SCRIPT",
+                        "export it as <repo>/scripts/kafka-broker.sh (the project's test command does) so this "
+                        "test can stop and restart the broker");
+}
+
+/// Runs the broker script with `args`, its output to stderr; its exit status.
+inline int run_broker_script(const std::string& script, const std::string& args) {
+    const std::string cmd = "'" + script + "' " + args + " >&2";
+    return std::system(cmd.c_str());
+}
+
+/// Starts the broker again (keeping its data) whenever the test leaves,
+/// passing or failing, so that it never stays down for the tests after it.
+struct broker_comes_back {
+    std::string script;
+    ~broker_comes_back() {
+        if (run_broker_script(script, "status") != 0) (void)run_broker_script(script, "start --keep-data");
+    }
+};
+
 /// Creates a fresh compacted topic and returns its name.
 inline std::string make_topic(const std::string& what, std::int32_t partitions = 1,
                               strata::kafka::settings configs = {}) {

@@ -7,36 +7,12 @@
 
 #include "support/temp_dir.hpp"
 
-#include <cstdlib>
-
 using namespace runtime_test;
 
-namespace {
-
-std::string broker_script() {
-    return kafka_test::required_env("STRATA_KAFKA_BROKER_SCRIPT",
-                                    "export it as <repo>/scripts/kafka-broker.sh (the project's test command "
-                                    "does) so this test can stop and restart the broker");
-}
-
-int run_script(const std::string& script, const std::string& args) {
-    const std::string cmd = "'" + script + "' " + args + " >&2";
-    return std::system(cmd.c_str());
-}
-
-/// Starts the broker again (keeping its data) whenever the test leaves.
-struct broker_comes_back {
-    std::string script;
-    ~broker_comes_back() {
-        if (run_script(script, "status") != 0) (void)run_script(script, "start --keep-data");
-    }
-};
-
-}  // namespace
 
 TEST_CASE("runtime: a broker that goes away stops the instance after broker_timeout, and nothing is lost",
           "[kafka][runtime][broker-outage]") {
-    const std::string script = broker_script();
+    const std::string script = kafka_test::broker_script();
     test_support::temp_dir dir;
     constexpr std::int32_t partitions = 2;
     const std::string app = kafka_test::unique_name("outage");
@@ -51,9 +27,9 @@ TEST_CASE("runtime: a broker that goes away stops the instance after broker_time
     {
         instance_process one(args, dir / "one.log");
         REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return one.running(); }));
-        const broker_comes_back guard{script};
+        const kafka_test::broker_comes_back guard{script};
         const auto killed = std::chrono::steady_clock::now();
-        REQUIRE(run_script(script, "kill") == 0);
+        REQUIRE(kafka_test::run_broker_script(script, "kill") == 0);
         const int status = one.wait(90s);
         const auto took = std::chrono::steady_clock::now() - killed;
         INFO(one.output());
@@ -63,7 +39,7 @@ TEST_CASE("runtime: a broker that goes away stops the instance after broker_time
         std::printf("broker outage: the instance stopped %lld ms after the broker died\n",
                     static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
         CHECK(took > 4s);  // it retried for its broker_timeout first
-        REQUIRE(run_script(script, "start --keep-data") == 0);
+        REQUIRE(kafka_test::run_broker_script(script, "start --keep-data") == 0);
     }
     // Back: more input, the instance again, everything processed.
     for (std::int64_t i = 2000; i < 3000; ++i) in.write(i, 40);
@@ -74,13 +50,5 @@ TEST_CASE("runtime: a broker that goes away stops the instance after broker_time
     const int status = again.wait();
     INFO(again.output());
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    for (std::int32_t p = 0; p < partitions; ++p) {
-        const auto& written = in.written()[static_cast<std::size_t>(p)];
-        std::vector<bool> seen(written.size(), false);
-        for (const auto& [key, u] : read_output(output, p)) seen.at(static_cast<std::size_t>(u.input_offset)) = true;
-        for (std::size_t offset = 0; offset < written.size(); ++offset) {
-            INFO("partition " << p << " offset " << offset);
-            REQUIRE(seen[offset]);
-        }
-    }
+    (void)require_every_input_has_output(output, in.written());
 }

@@ -105,15 +105,7 @@ TEST_CASE("runtime: a restart on the same state directory restores only the chan
     }
 
     // At-least-once: every input made it to the output.
-    for (std::int32_t p = 0; p < partitions; ++p) {
-        const auto& written = in.written()[static_cast<std::size_t>(p)];
-        std::vector<bool> seen(written.size(), false);
-        for (const auto& [key, u] : read_output(output, p)) seen.at(static_cast<std::size_t>(u.input_offset)) = true;
-        for (std::size_t offset = 0; offset < written.size(); ++offset) {
-            INFO("partition " << p << " offset " << offset);
-            REQUIRE(seen[offset]);
-        }
-    }
+    (void)require_every_input_has_output(output, in.written());
 }
 
 TEST_CASE("runtime: two instances cannot share a state directory", "[kafka][runtime][local-state]") {

@@ -144,6 +144,30 @@ inline std::vector<std::pair<std::string, update>> read_output(const std::string
     return out;
 }
 
+/// At-least-once: every input record has an output record (an output names
+/// the offset of its input, which must hold the same key); duplicates are
+/// allowed. Returns how many outputs there were.
+inline std::size_t require_every_input_has_output(const std::string& output, const partitioned_input& written) {
+    std::size_t outputs = 0;
+    for (std::size_t p = 0; p < written.size(); ++p) {
+        INFO("partition " << p);
+        const auto& in = written[p];
+        std::vector<int> seen(in.size(), 0);
+        for (const auto& [key, u] : read_output(output, static_cast<std::int32_t>(p))) {
+            REQUIRE(u.input_offset >= 0);
+            REQUIRE(static_cast<std::size_t>(u.input_offset) < in.size());
+            REQUIRE(key == in[static_cast<std::size_t>(u.input_offset)].key);
+            ++seen[static_cast<std::size_t>(u.input_offset)];
+            ++outputs;
+        }
+        for (std::size_t offset = 0; offset < in.size(); ++offset) {
+            INFO("input offset " << offset);
+            if (in[offset].amount >= 0) REQUIRE(seen[offset] >= 1);  // a poison record (-1) has none
+        }
+    }
+    return outputs;
+}
+
 /// The group's committed offset of each partition of `topic` (0 where none).
 inline std::vector<std::int64_t> committed(const std::string& group, const std::string& topic,
                                            std::int32_t partitions) {

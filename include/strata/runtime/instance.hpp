@@ -696,8 +696,7 @@ private:
 
     /// The group assigns and revokes only the coordination topic's partition:
     /// whoever holds it leads. A lost assignment means this instance was
-    /// expelled (its commits would be refused): it stops every task, and the
-    /// leader reassigns them when it is back in the group.
+    /// dropped from the group (see lose_membership).
     void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
         const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
         membership_changed_ = true;
@@ -718,7 +717,7 @@ private:
         } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
             const bool lost = rd_kafka_assignment_lost(rk) != 0;
             if (coordination()) leader_ = false;
-            if (lost) lose_all();
+            if (lost) lose_membership();
             if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, parts), "give back the revoked partitions");
             else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
         } else {
@@ -727,26 +726,19 @@ private:
         }
     }
 
-    /// This instance is out of the group: its tasks may run elsewhere
-    /// already. Close them all without a commit (under exactly-once the open
-    /// transaction is aborted).
-    void lose_all() {
-        abandon_transaction();
-        std::vector<std::int32_t> ps;
-        for (const auto& [p, t] : tasks_) ps.push_back(p);
-        for (std::int32_t p : ps) {
-            close(*tasks_.at(p), false);
-            try {
-                unassign_inputs(*tasks_.at(p));
-            } catch (const error&) {
-                // Out of the group already: nothing to give back.
-            }
-            reaper_->dispose(std::move(tasks_.at(p)));
-            tasks_.erase(p);
-        }
-        if (eos_) eos_->begin();
+    /// This instance dropped out of the group (librdkafka says its assignment
+    /// was lost) and rejoins by itself. Its tasks stay: their state is as
+    /// good as before, and the leader's next decision says whether they
+    /// still run here (act() releases what moved). Under exactly-once the
+    /// open transaction cannot commit any more: it is aborted and the
+    /// running tasks are rebuilt from their changelogs, as after any abort.
+    void lose_membership() {
+        counter("strata_instance_membership_lost_total", "Times the group dropped this instance").inc();
         status_dirty_ = true;
-        acted_version_ = 0;
+        if (!eos_) return;
+        abandon_transaction();
+        rebuild_after_abort();
+        eos_->begin();
     }
 
     /// Closes a task: with `clean`, after a commit, its checkpoint records
