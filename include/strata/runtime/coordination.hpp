@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -136,6 +137,10 @@ public:
     [[nodiscard]] const std::map<std::string, instance_status, std::less<>>& statuses() const noexcept {
         return statuses_;
     }
+    /// @brief Instances whose last word was a withdrawal: they committed,
+    /// closed their tasks and are leaving the group (until they publish a
+    /// status again).
+    [[nodiscard]] const std::set<std::string, std::less<>>& withdrawn() const noexcept { return withdrawn_; }
 
 private:
     static kafka::client make(const std::string& bootstrap, const std::string& topic, const kafka::settings& extra) {
@@ -165,9 +170,13 @@ private:
                 return true;
             }
             if (key.substr(0, detail::status_prefix.size()) == detail::status_prefix) {
-                const std::string instance(key.substr(detail::status_prefix.size()));
-                if (m.payload == nullptr) return statuses_.erase(instance) != 0;  // the instance left
+                std::string instance(key.substr(detail::status_prefix.size()));
+                if (m.payload == nullptr) {  // the instance left, after closing its tasks
+                    statuses_.erase(instance);
+                    return withdrawn_.insert(std::move(instance)).second;
+                }
                 statuses_[instance] = decode<instance_status>(value);
+                withdrawn_.erase(instance);
                 return true;
             }
         } catch (const serde_error&) {
@@ -180,6 +189,7 @@ private:
     kafka::client consumer_;
     std::optional<assignment> assignment_;
     std::map<std::string, instance_status, std::less<>> statuses_;
+    std::set<std::string, std::less<>> withdrawn_;
     bool caught_up_ = false;
 };
 

@@ -417,15 +417,20 @@ private:
         }
         bool decide = statuses_changed || !decided_once_;
         if (std::optional<std::vector<member>> m = watch_->poll()) {
-            std::vector<std::string> ids;
-            for (const member& each : *m) ids.push_back(each.instance);
-            std::sort(ids.begin(), ids.end());
-            if (ids != members_) {
-                members_ = std::move(ids);
-                noticed_ms_ = wall_clock_ms();
-                emit_rebalance_noticed(noticed_ms_);
-                decide = true;
-            }
+            group_members_.clear();
+            for (const member& each : *m) group_members_.push_back(each.instance);
+        }
+        // An instance that withdrew has closed its tasks: they move at once,
+        // not when the group gets round to removing it.
+        std::vector<std::string> live;
+        for (const std::string& each : group_members_)
+            if (!reader_->withdrawn().contains(each)) live.push_back(each);
+        std::sort(live.begin(), live.end());
+        if (!group_members_.empty() && live != members_) {
+            members_ = std::move(live);
+            noticed_ms_ = wall_clock_ms();
+            emit_rebalance_noticed(noticed_ms_);
+            decide = true;
         }
         // Decide only once the coordination topic is read to its end (the
         // last decision is known) and the membership is.
@@ -928,7 +933,8 @@ private:
     bool decided_once_ = false;
     bool status_dirty_ = true;
     bool waiting_for_release_ = false;
-    std::vector<std::string> members_;
+    std::vector<std::string> group_members_;  // as the group describes itself
+    std::vector<std::string> members_;        // those, less the withdrawn: what the leader decides for
     std::int64_t noticed_ms_ = 0;
     std::int64_t acted_version_ = 0;
     clock::time_point next_describe_{};
