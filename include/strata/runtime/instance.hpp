@@ -119,7 +119,7 @@ public:
         writer_settings.try_emplace("message.timeout.ms", std::to_string(config_.broker_timeout.count()));
         coordination_writer writer(config_.bootstrap_servers, coordination, writer_settings);
         writer_ = &writer;
-        group_watch watch(config_.bootstrap_servers, config_.application_id, coordination, config_.broker_timeout);
+        group_watch watch(config_.bootstrap_servers, config_.application_id, config_.broker_timeout);
         watch_ = &watch;
         make_consumer(coordination);
         // Committed offsets are looked up by a consumer of the group's id
@@ -429,10 +429,7 @@ private:
             membership_changed_ = false;
         }
         bool decide = statuses_changed || !decided_once_;
-        if (std::optional<std::vector<member>> m = watch_->poll()) {
-            group_members_.clear();
-            for (const member& each : *m) group_members_.push_back(each.instance);
-        }
+        if (std::optional<std::vector<std::string>> m = watch_->poll()) group_members_ = std::move(*m);
         // An instance that withdrew has closed its tasks: they move at once,
         // not when the group gets round to removing it.
         std::vector<std::string> live;

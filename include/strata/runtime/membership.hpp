@@ -6,14 +6,12 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,21 +19,13 @@
 
 namespace strata::runtime {
 
-/// @brief One member of the group, as the coordinator describes it.
-struct member {
-    std::string instance;               ///< its instance id (the consumer's client.id)
-    std::string member_id;              ///< the coordinator's id of the member
-    std::vector<std::int32_t> active;   ///< partitions of `topic` the group assigned to it, ascending
-};
-
 /// @brief Asks the group coordinator for the group's members without
 /// blocking: `request()` sends, `poll()` answers once the reply is in.
 /// Used on one thread.
 class group_watch {
 public:
-    /// @param topic the topic whose assigned partitions each member lists
-    group_watch(const std::string& bootstrap, std::string group, std::string topic, std::chrono::milliseconds timeout)
-        : group_(std::move(group)), topic_(std::move(topic)), timeout_(timeout), client_(make(bootstrap)),
+    group_watch(const std::string& bootstrap, std::string group, std::chrono::milliseconds timeout)
+        : group_(std::move(group)), timeout_(timeout), client_(make(bootstrap)),
           queue_(rd_kafka_queue_new(client_.get())) {}
 
     /// @brief Sends a request unless one is on its way.
@@ -50,13 +40,14 @@ public:
         in_flight_ = true;
     }
 
-    /// @brief The members, when a reply to the last request arrived. A group
+    /// @brief The members' instance ids (their client.id), when a reply to
+    /// the last request arrived. A group
     /// in the middle of a rebalance lists its members already (a member that
     /// left or timed out is gone from the list when the rebalance starts),
-    /// without their assignments: waiting for the rebalance to end would add
+    /// waiting for the rebalance to end would add
     /// up to a heartbeat interval to every failover.
     /// @throws kafka_error the coordinator refused the request for good
-    [[nodiscard]] std::optional<std::vector<member>> poll() {
+    [[nodiscard]] std::optional<std::vector<std::string>> poll() {
         if (!in_flight_) return std::nullopt;
         const kafka::unique_event ev(rd_kafka_queue_poll(queue_.get(), 0));
         if (!ev) return std::nullopt;
@@ -70,19 +61,9 @@ public:
         const rd_kafka_consumer_group_state_t state = rd_kafka_ConsumerGroupDescription_state(groups[0]);
         if (state == RD_KAFKA_CONSUMER_GROUP_STATE_DEAD || state == RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN)
             return std::nullopt;
-        std::vector<member> members;
-        for (std::size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(groups[0]); ++i) {
-            const rd_kafka_MemberDescription_t* m = rd_kafka_ConsumerGroupDescription_member(groups[0], i);
-            member each{rd_kafka_MemberDescription_client_id(m), rd_kafka_MemberDescription_consumer_id(m), {}};
-            if (const rd_kafka_MemberAssignment_t* a = rd_kafka_MemberDescription_assignment(m)) {
-                if (const rd_kafka_topic_partition_list_t* l = rd_kafka_MemberAssignment_partitions(a)) {
-                    for (int j = 0; j < l->cnt; ++j)
-                        if (topic_ == l->elems[j].topic) each.active.push_back(l->elems[j].partition);
-                }
-            }
-            std::sort(each.active.begin(), each.active.end());
-            members.push_back(std::move(each));
-        }
+        std::vector<std::string> members;
+        for (std::size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(groups[0]); ++i)
+            members.emplace_back(rd_kafka_MemberDescription_client_id(rd_kafka_ConsumerGroupDescription_member(groups[0], i)));
         return members;
     }
 
@@ -94,7 +75,6 @@ private:
     }
 
     std::string group_;
-    std::string topic_;
     std::chrono::milliseconds timeout_;
     kafka::client client_;
     kafka::unique_queue queue_;

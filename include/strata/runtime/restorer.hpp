@@ -271,7 +271,12 @@ private:
         s.progress.to = std::max(s.source->range.end_offset(), s.progress.position);
         s.progress.records_total = s.progress.to - s.progress.from;
         s.finished = false;
-        s.lag->set(static_cast<double>(s.progress.to - s.progress.position));
+        s.lag->set(static_cast<double>(lag_of(s)));
+    }
+
+    /// Records between where the store is and the end of its current replay.
+    static std::int64_t lag_of(const store_job& s) {
+        return static_cast<std::int64_t>(s.progress.to - std::min(s.progress.position, s.progress.to));
     }
 
     /// One batch for every job in turn; finished active jobs go to the
@@ -317,8 +322,7 @@ private:
             }
             if (j.standby) {
                 std::int64_t lag = 0;
-                for (const store_job& s : j.stores)
-                    lag = std::max<std::int64_t>(lag, static_cast<std::int64_t>(s.progress.to - std::min(s.progress.position, s.progress.to)));
+                for (const store_job& s : j.stores) lag = std::max(lag, lag_of(s));
                 const std::lock_guard lock(mutex_);
                 lags_[j.t.get()] = lag;
             }
@@ -365,7 +369,7 @@ private:
             s.progress.position = std::max(s.progress.position, s.progress.to);
             s.source.reset();  // lets go of the changelog's consumer
         }
-        s.lag->set(static_cast<double>(s.progress.to - std::min(s.progress.position, s.progress.to)));
+        s.lag->set(static_cast<double>(lag_of(s)));
         s.done->set(static_cast<double>(s.progress.records_done));
         const std::chrono::duration<double> elapsed = clock::now() - s.started;
         if (elapsed.count() > 0) s.rate->set(static_cast<double>(s.progress.records_done) / elapsed.count());
