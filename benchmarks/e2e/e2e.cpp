@@ -16,6 +16,8 @@
 // changelog); value: the update's sequence number as --value-bytes ASCII
 // digits, zero-padded. Key ids are drawn before the clock starts.
 
+#include "support/driver.hpp"
+
 #include <strata/changelog/file_log.hpp>
 #include <strata/decorators/all.hpp>
 #include <strata/kafka/admin.hpp>
@@ -48,60 +50,15 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using kv = strata::hash_map_store<std::string, std::string>;
 
-// ---------------------------------------------------------------- options --
-
-struct args {
-    std::map<std::string, std::string> v;
-    std::vector<std::string> producer_settings;  // --producer-setting k=v, repeatable
-
-    args(int argc, char** argv) {
-        for (int i = 2; i < argc; ++i) {
-            std::string a = argv[i];
-            if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument: " + a);
-            std::string name = a.substr(2), value = argv[++i];
-            if (name == "producer-setting") producer_settings.push_back(value);
-            else v[name] = value;
-        }
-    }
-    [[nodiscard]] std::string str(const std::string& k, const std::string& def = {}) const {
-        auto it = v.find(k);
-        return it == v.end() ? def : it->second;
-    }
-    [[nodiscard]] std::string need(const std::string& k) const {
-        auto it = v.find(k);
-        if (it == v.end()) throw std::invalid_argument("missing --" + k);
-        return it->second;
-    }
-    /// Integers with suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
-    [[nodiscard]] std::uint64_t num(const std::string& k, std::uint64_t def) const {
-        auto it = v.find(k);
-        if (it == v.end()) return def;
-        const std::string& s = it->second;
-        std::size_t pos = 0;
-        const double x = std::stod(s, &pos);
-        const std::string suf = s.substr(pos);
-        double m = 1;
-        if (suf == "k") m = 1e3;
-        else if (suf == "M") m = 1e6;
-        else if (suf == "G") m = 1e9;
-        else if (suf == "KiB") m = 1024.0;
-        else if (suf == "MiB") m = 1024.0 * 1024;
-        else if (suf == "GiB") m = 1024.0 * 1024 * 1024;
-        else if (!suf.empty()) throw std::invalid_argument("bad number for --" + k + ": " + s);
-        return static_cast<std::uint64_t>(x * m);
-    }
-    [[nodiscard]] double real(const std::string& k, double def) const {
-        auto it = v.find(k);
-        return it == v.end() ? def : std::stod(it->second);
-    }
-};
+using bench::args;
+using bench::json;
 
 /// The producer settings of strata's changelog in this benchmark, shared
 /// verbatim by the producer ceiling. enable.idempotence and acks=all are
 /// forced by strata's producer and set by the ceiling too.
 strata::kafka::settings producer_settings(const args& a) {
     strata::kafka::settings s = {{"linger.ms", "20"}, {"batch.size", "1000000"}, {"compression.type", "none"}};
-    for (const auto& kv : a.producer_settings) {
+    for (const auto& kv : a.all("producer-setting")) {
         const auto eq = kv.find('=');
         if (eq == std::string::npos) throw std::invalid_argument("--producer-setting wants name=value: " + kv);
         s[kv.substr(0, eq)] = kv.substr(eq + 1);
@@ -117,35 +74,6 @@ std::string settings_json(const strata::kafka::settings& s) {
     }
     return out + '}';
 }
-
-// ---------------------------------------------------------------- output --
-
-/// One JSON object, built field by field, printed on one line.
-class json {
-public:
-    json& put(const std::string& k, const std::string& v) { return raw(k, '"' + v + '"'); }
-    json& put(const std::string& k, const char* v) { return put(k, std::string(v)); }
-    json& put(const std::string& k, double v) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        return raw(k, buf);
-    }
-    json& put(const std::string& k, std::uint64_t v) { return raw(k, std::to_string(v)); }
-    json& put(const std::string& k, std::int64_t v) { return raw(k, std::to_string(v)); }
-    json& put(const std::string& k, int v) { return raw(k, std::to_string(v)); }
-    json& raw(const std::string& k, const std::string& v) {
-        if (!body_.empty()) body_ += ',';
-        body_ += '"' + k + "\":" + v;
-        return *this;
-    }
-    void print() const {
-        std::printf("{%s}\n", body_.c_str());
-        std::fflush(stdout);
-    }
-
-private:
-    std::string body_;
-};
 
 // ---------------------------------------------------------------- timing --
 

@@ -27,6 +27,8 @@
 // with the driver (PR_SET_PDEATHSIG). Times the children print are wall-clock
 // milliseconds since the epoch; the driver uses the same clock for its own.
 
+#include "support/driver.hpp"
+
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/kafka/murmur2.hpp>
@@ -91,96 +93,8 @@ void say(const std::string& s) {
     std::fflush(stderr);
 }
 
-// ---------------------------------------------------------------- options --
-
-struct args {
-    std::map<std::string, std::string> v;
-
-    args(int argc, char** argv) {
-        for (int i = 2; i < argc; ++i) {
-            std::string a = argv[i];
-            if (a.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("bad argument: " + a);
-            v[a.substr(2)] = argv[++i];
-        }
-    }
-    [[nodiscard]] std::string str(const std::string& k, const std::string& def = {}) const {
-        auto it = v.find(k);
-        return it == v.end() ? def : it->second;
-    }
-    [[nodiscard]] std::string need(const std::string& k) const {
-        auto it = v.find(k);
-        if (it == v.end()) throw std::invalid_argument("missing --" + k);
-        return it->second;
-    }
-    /// Integers with suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024).
-    [[nodiscard]] std::uint64_t num(const std::string& k, std::uint64_t def) const {
-        auto it = v.find(k);
-        if (it == v.end()) return def;
-        const std::string& s = it->second;
-        std::size_t pos = 0;
-        const double x = std::stod(s, &pos);
-        const std::string suf = s.substr(pos);
-        double m = 1;
-        if (suf == "k") m = 1e3;
-        else if (suf == "M") m = 1e6;
-        else if (suf == "G") m = 1e9;
-        else if (suf == "KiB") m = 1024.0;
-        else if (suf == "MiB") m = 1024.0 * 1024;
-        else if (suf == "GiB") m = 1024.0 * 1024 * 1024;
-        else if (!suf.empty()) throw std::invalid_argument("bad number for --" + k + ": " + s);
-        return static_cast<std::uint64_t>(x * m);
-    }
-    [[nodiscard]] double real(const std::string& k, double def) const {
-        auto it = v.find(k);
-        return it == v.end() ? def : std::stod(it->second);
-    }
-};
-
-// ---------------------------------------------------------------- output --
-
-/// One JSON object, built field by field.
-class json {
-public:
-    json& put(const std::string& k, const std::string& v) { return raw(k, quote(v)); }
-    json& put(const std::string& k, const char* v) { return put(k, std::string(v)); }
-    json& put(const std::string& k, double v) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        return raw(k, buf);
-    }
-    json& put(const std::string& k, bool v) { return raw(k, v ? "true" : "false"); }
-    json& put(const std::string& k, std::uint64_t v) { return raw(k, std::to_string(v)); }
-    json& put(const std::string& k, std::int64_t v) { return raw(k, std::to_string(v)); }
-    json& put(const std::string& k, int v) { return raw(k, std::to_string(v)); }
-    json& put(const std::string& k, const json& v) { return raw(k, v.str()); }
-    json& put(const std::string& k, const std::vector<json>& v) {
-        std::string s = "[";
-        for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i].str();
-        return raw(k, s + "]");
-    }
-    json& raw(const std::string& k, const std::string& v) {
-        if (!body_.empty()) body_ += ',';
-        body_ += quote(k) + ":" + v;
-        return *this;
-    }
-    [[nodiscard]] std::string str() const { return "{" + body_ + "}"; }
-    void print() const {
-        std::printf("%s\n", str().c_str());
-        std::fflush(stdout);
-    }
-    static std::string quote(const std::string& s) {
-        std::string o = "\"";
-        for (char c : s) {
-            if (c == '"' || c == '\\') o += '\\', o += c;
-            else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
-            else o += c;
-        }
-        return o + '"';
-    }
-
-private:
-    std::string body_;
-};
+using bench::args;
+using bench::json;
 
 /// "k<i>" (appended, not operator+: GCC 12 warns falsely about that one).
 std::string key_name(std::uint64_t i) {
