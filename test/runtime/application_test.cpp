@@ -35,35 +35,6 @@ strata::runtime::application_config config(const std::string& app, std::vector<s
     return c;
 }
 
-/// Runs app.run() on a thread; `stop` stops it and hands back what it threw.
-template <class App>
-class running {
-public:
-    explicit running(App& app) : app_(&app), done_(std::async(std::launch::async, [&app] { app.run(); })) {}
-    ~running() {
-        app_->stop();
-        if (done_.valid()) done_.wait();
-    }
-    void stop() {
-        app_->stop();
-        done_.get();  // rethrows what run() threw
-    }
-    /// Waits for run() to end by itself (it failed); what it threw.
-    std::exception_ptr failure(std::chrono::seconds timeout) {
-        if (done_.wait_for(timeout) != std::future_status::ready) return nullptr;
-        try {
-            done_.get();
-        } catch (...) {
-            return std::current_exception();
-        }
-        return nullptr;
-    }
-
-private:
-    App* app_;
-    std::future<void> done_;
-};
-
 /// Writes one record with an explicit timestamp.
 void write_at(strata::kafka::producer& p, rd_kafka_topic_t* t, std::int32_t partition, const std::string& key,
               std::int64_t amount, std::int64_t timestamp, strata::kafka::delivery_tracker& tracker) {

@@ -16,9 +16,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <optional>
 #include <map>
 #include <sstream>
@@ -199,6 +201,35 @@ inline bool await_committed(const std::string& group, const std::string& topic, 
         std::this_thread::sleep_for(200ms);
     }
 }
+
+/// Runs app.run() on a thread; `stop` stops it and hands back what it threw.
+template <class App>
+class running {
+public:
+    explicit running(App& app) : app_(&app), done_(std::async(std::launch::async, [&app] { app.run(); })) {}
+    ~running() {
+        app_->stop();
+        if (done_.valid()) done_.wait();
+    }
+    void stop() {
+        app_->stop();
+        done_.get();  // rethrows what run() threw
+    }
+    /// Waits for run() to end by itself (it failed); what it threw.
+    std::exception_ptr failure(std::chrono::seconds timeout) {
+        if (done_.wait_for(timeout) != std::future_status::ready) return nullptr;
+        try {
+            done_.get();
+        } catch (...) {
+            return std::current_exception();
+        }
+        return nullptr;
+    }
+
+private:
+    App* app_;
+    std::future<void> done_;
+};
 
 /// One instance of the test application, as a child process whose stdout
 /// goes to a file.

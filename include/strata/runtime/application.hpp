@@ -31,7 +31,9 @@
 #include <strata/runtime/config.hpp>
 #include <strata/runtime/instance.hpp>
 #include <strata/runtime/output.hpp>
+#include <strata/runtime/metadata.hpp>
 #include <strata/runtime/processor_context.hpp>
+#include <strata/runtime/queries.hpp>
 #include <strata/runtime/task.hpp>
 #include <strata/runtime/task_context.hpp>
 #include <strata/serde/encode.hpp>
@@ -72,6 +74,20 @@ void for_each_store(Stores& s, F&& f) {
     else f(s);
 }
 
+/// Store I of what a factory returned (a store, or a std::tuple of them).
+template <class Stores, std::size_t I>
+struct store_at {
+    static_assert(I == 0, "strata::runtime: the factory returns a single store: it is store 0");
+    using type = Stores;
+    static const Stores& get(const Stores& s) noexcept { return s; }
+};
+template <class... S, std::size_t I>
+struct store_at<std::tuple<S...>, I> {
+    static_assert(I < sizeof...(S), "strata::runtime: the factory returns fewer stores than that");
+    using type = std::tuple_element_t<I, std::tuple<S...>>;
+    static const type& get(const std::tuple<S...>& s) noexcept { return std::get<I>(s); }
+};
+
 template <class Stores>
 inline constexpr bool is_store_or_tuple_of_stores = state_store<Stores>;
 template <class... S>
@@ -102,15 +118,23 @@ public:
 
     void build(task_context& t) override {
         state_.emplace(std::invoke(*factory_, t));
+        const std::lock_guard lock(mutex());
         for_each_store(*state_, [&](auto& s) {
             stores_.push_back(std::make_unique<store_port_of<std::remove_cvref_t<decltype(s)>>>(s));
         });
         ctx_.attach(*state_);
+        built_ = true;
     }
 
     void start() override {
-        if constexpr (requires(Processor& p, processor_context<stores_type>& c) { p.init(c); }) processor_.init(ctx_);
+        if constexpr (requires(Processor& p, processor_context<stores_type>& c) { p.init(c); }) {
+            const std::lock_guard lock(mutex());
+            processor_.init(ctx_);
+        }
     }
+
+    /// What the factory returned; read or changed only under `mutex()`, once built.
+    [[nodiscard]] const stores_type& stores_unlocked() const noexcept { return *state_; }
 
     void process(const rd_kafka_message_t& m) override {
         const std::string_view topic = rd_kafka_topic_name(m.rkt);
@@ -138,7 +162,10 @@ public:
         }
     }
 
-    void punctuate(std::chrono::steady_clock::time_point now) override { ctx_.punctuate(now); }
+    void punctuate(std::chrono::steady_clock::time_point now) override {
+        const std::lock_guard lock(mutex());
+        ctx_.punctuate(now);
+    }
 
 private:
     record<K, V> decode_record(const rd_kafka_message_t& m, std::string_view topic) const {
@@ -190,6 +217,9 @@ private:
 /// `run()` joins the group and processes until `stop()`.
 template <class K, class V, class Factory, class Processor>
 class application {
+    using task_type = detail::typed_task<K, V, Factory, Processor>;
+    using stores_type = typename task_type::stores_type;
+
 public:
     application(application_config config, Factory factory, Processor processor,
                 metrics::registry* reg = nullptr)
@@ -222,7 +252,41 @@ public:
     [[nodiscard]] metrics::registry& metrics() noexcept { return *registry_; }
     [[nodiscard]] const application_config& config() const noexcept { return instance_.config(); }
 
+    /// @brief The type of store I of a task (what the factory returned, or
+    /// element I of the std::tuple it returned).
+    template <std::size_t I>
+    using store_type = typename detail::store_at<stores_type, I>::type;
+
+    /// @brief Interactive query: runs `f(const store_type<I>&)` on partition
+    /// p's store I, from any thread, while the application processes.
+    /// f runs under the task's lock (the state between two records) and
+    /// must return a value, not a view into the store. Safe to call before
+    /// and after run() (the answer says not_running).
+    /// @returns the value, or why the store cannot answer here (see query_status)
+    template <std::size_t I = 0, class F>
+    auto query(std::int32_t partition, F&& f, const read_options& o = {}) const {
+        return instance_.queries().read(partition, o, [&](task& t) {
+            const auto& typed = static_cast<const task_type&>(t);
+            return std::invoke(f, detail::store_at<stores_type, I>::get(typed.stores_unlocked()));
+        });
+    }
+
+    /// @brief `get(key)` on store I of the key's partition (see partition_for;
+    /// the store must be keyed as the input is partitioned).
+    template <std::size_t I = 0, class Key>
+    auto get(const Key& key, const read_options& o = {}) const {
+        using result = std::remove_cvref_t<decltype(std::declval<const store_type<I>&>().get(key))>;
+        const std::shared_ptr<const application_metadata> md = metadata();
+        if (md == nullptr) return query_result<result>{};  // not_running
+        return query<I>(partition_for(key, md->partitions()), [&](const auto& s) { return s.get(key); }, o);
+    }
+
+    /// @brief Where every partition runs and every instance's endpoint, as
+    /// this instance knows it; null until it has read the first assignment.
+    [[nodiscard]] std::shared_ptr<const application_metadata> metadata() const { return instance_.queries().metadata(); }
+
 private:
+
     Factory factory_;
     Processor processor_;
     std::unique_ptr<metrics::registry> owned_registry_;

@@ -54,6 +54,11 @@ struct application_config {
     /// restarted with the same id fences its predecessor at once. Empty: the
     /// host name and the process id.
     std::string instance_id;
+    /// Where this instance answers queries, as `host:port`, announced to the
+    /// other instances (application_metadata) so that they can send a query
+    /// for a key to the instance that holds it. strata does not listen on it:
+    /// the query gateway (or the user's own server) does. Empty: none.
+    std::string endpoint;
 
     processing_guarantee guarantee = processing_guarantee::at_least_once;
     /// How often running tasks commit. Zero: 5 s at-least-once, 100 ms exactly-once.

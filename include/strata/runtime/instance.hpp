@@ -26,7 +26,9 @@
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/reaper.hpp>
 #include <strata/runtime/membership.hpp>
+#include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
+#include <strata/runtime/queries.hpp>
 #include <strata/runtime/restorer.hpp>
 #include <strata/runtime/state_directory.hpp>
 #include <strata/runtime/task.hpp>
@@ -93,6 +95,10 @@ public:
     [[nodiscard]] const application_config& config() const noexcept { return config_; }
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *registry_; }
 
+    /// @brief This instance's tasks and the application's metadata, as
+    /// queries from any thread see them (see queries.hpp).
+    [[nodiscard]] const query_index& queries() const noexcept { return queries_; }
+
     /// @brief Joins the group and processes until `stop()`; then commits,
     /// closes every task, says so on the coordination topic and leaves the
     /// group at once, so its tasks move without waiting for the session timeout.
@@ -140,6 +146,7 @@ public:
                    config_.restore_batch_records);
         restorer_ = &r;
 
+        queries_.set_running(true, config_.instance_id);
         std::exception_ptr failure;
         try {
             loop();
@@ -148,6 +155,7 @@ public:
         }
         failed_ = failure != nullptr;
         try {
+            queries_.set_running(false);  // no query waits for what closes now
             if (!failed_) {
                 commit(running_tasks());
                 close_all(true);
@@ -161,6 +169,7 @@ public:
         } catch (...) {
             if (!failure) failure = std::current_exception();
             failed_ = true;
+            queries_.set_running(false);
             close_all(false);
         }
         try {
@@ -328,6 +337,7 @@ private:
             if (auto f = restorer_->failure()) std::rethrow_exception(f);
             coordinate();
             start_restored();
+            if (index_dirty_) publish_tasks();
             poll_records();
             producer_->poll();
             writer_->poll();
@@ -362,8 +372,11 @@ private:
             const std::optional<std::size_t> topic = topic_index(rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
-            t.process(*m);
-            t.next_offsets[*topic] = m->offset + 1;
+            {
+                const std::lock_guard lock(t.mutex());  // queries read the stores meanwhile
+                t.process(*m);
+                t.next_offsets[*topic] = m->offset + 1;
+            }
             ++t.uncommitted;
             if (t.timeline.first_record_ms == 0) first_record(t);
         }
@@ -417,7 +430,22 @@ private:
         const bool changed = reader_->poll();
         if (leader_) lead(now, changed);
         if (changed || waiting_for_release_) act();
+        if (changed) publish_metadata();
         if (status_dirty_ || now >= next_status_) publish_status();
+    }
+
+    /// Hands queries the metadata as of the coordination topic's newest
+    /// assignment and statuses.
+    void publish_metadata() {
+        const std::optional<assignment>& a = reader_->latest();
+        if (!a) return;
+        queries_.publish_metadata(std::make_shared<const application_metadata>(partitions_, *a, reader_->statuses()));
+    }
+
+    /// Hands queries the tasks as they are now.
+    void publish_tasks() {
+        queries_.publish_tasks(tasks_, standbys_);
+        index_dirty_ = false;
     }
 
     /// The leader: watches the membership, and publishes a new assignment
@@ -522,6 +550,7 @@ private:
     void publish_status() {
         instance_status s;
         s.instance = config_.instance_id;
+        s.endpoint = config_.endpoint;
         s.published_ms = wall_clock_ms();
         s.assignment_version = acted_version_;
         for (const auto& [p, t] : tasks_) s.active.push_back(p);
@@ -761,6 +790,7 @@ private:
     void close(task& t, bool clean) {
         restorer_->cancel(t);
         if (clean && config_.guarantee == processing_guarantee::exactly_once) {
+            const std::lock_guard lock(t.mutex());
             for (const auto& s : t.stores())
                 if (auto* log = s->changelog(); log != nullptr && s->persistent()) s->save_checkpoint(log->flush());
         }
@@ -772,6 +802,7 @@ private:
     /// (1 for its current state) and per instance (tasks in each state).
     void transition(task& t, task_state s) {
         t.set_state(s);
+        index_dirty_ = true;
         for (task_state each : {task_state::restoring, task_state::running, task_state::standby}) {
             registry_->gauge_for("strata_task_state", "1 for the state a task is in, 0 for the others",
                                  {{"task", t.id()}, {"state", to_string(each)}})
@@ -937,6 +968,8 @@ private:
     std::optional<clock::time_point> unreachable_since_;
     std::mutex topics_mutex_;
     std::set<std::string> ensured_;
+    query_index queries_;
+    bool index_dirty_ = false;  // tasks_ or standbys_ changed since queries last saw them
 
     // Coordination (processing thread):
     bool leader_ = false;

@@ -261,6 +261,7 @@ private:
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
             j.stores.push_back(std::move(s));
         }
+        if (!standby) publish_progress(j);
         const std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(j));
     }
@@ -301,6 +302,7 @@ private:
                     open_replay(s);
                     report(restore_event::phase::start, *j.t, s.progress);
                 }
+                publish_progress(j);
             }
             bool finished = true;
             for (store_job& s : j.stores) {
@@ -312,7 +314,7 @@ private:
                     }
                     open_replay(s);
                 }
-                if (!s.finished) worked = restore_batch(*j.t, s, j.standby) || worked;
+                if (!s.finished) worked = restore_batch(j, s) || worked;
                 finished = finished && s.finished;
                 if (j.standby && s.finished) {
                     // Caught up for now: look again after a while.
@@ -323,6 +325,7 @@ private:
             if (j.standby) {
                 std::int64_t lag = 0;
                 for (const store_job& s : j.stores) lag = std::max(lag, lag_of(s));
+                j.t->set_standby_lag(lag);
                 const std::lock_guard lock(mutex_);
                 lags_[j.t.get()] = lag;
             }
@@ -351,18 +354,36 @@ private:
         return idle_until;
     }
 
+    /// Hands queries the progress of an active task's restore, over its stores.
+    static void publish_progress(const job& j) {
+        std::uint64_t done = 0, total = 0;
+        for (const store_job& s : j.stores) {
+            done += s.progress.records_done;
+            total += s.progress.records_total;
+        }
+        j.t->set_restore_progress(done, total);
+    }
+
     /// Applies up to one batch of records; true if it applied any.
-    bool restore_batch(task& t, store_job& s, bool standby) {
+    bool restore_batch(const job& j, store_job& s) {
+        task& t = *j.t;
+        const bool standby = j.standby;
         auto& it = s.source->it;
         std::size_t n = 0;
-        while (n < batch_ && it != std::default_sentinel) {
-            const record_view& r = *it;
-            if (r.offset >= s.progress.to) break;
-            s.port->restore(r);
-            s.progress.position = r.offset + 1;
-            ++s.progress.records_done;
-            ++n;
-            ++it;
+        {
+            // Queries of a standby read the stores meanwhile. (Records come
+            // in through the changelog's consumer under the lock; the batch
+            // bounds how long a query waits.)
+            const std::lock_guard lock(t.mutex());
+            while (n < batch_ && it != std::default_sentinel) {
+                const record_view& r = *it;
+                if (r.offset >= s.progress.to) break;
+                s.port->restore(r);
+                s.progress.position = r.offset + 1;
+                ++s.progress.records_done;
+                ++n;
+                ++it;
+            }
         }
         if (it == std::default_sentinel || s.progress.position >= s.progress.to) {
             s.finished = true;
@@ -374,6 +395,7 @@ private:
         const std::chrono::duration<double> elapsed = clock::now() - s.started;
         if (elapsed.count() > 0) s.rate->set(static_cast<double>(s.progress.records_done) / elapsed.count());
         if (!standby) {
+            publish_progress(j);
             if (n > 0) report(restore_event::phase::batch, t, s.progress);
             if (s.finished) report(restore_event::phase::end, t, s.progress);
         }

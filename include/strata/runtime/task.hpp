@@ -18,6 +18,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -162,8 +163,11 @@ private:
 /// stores and processor) derives from it.
 ///
 /// Threads: a task is built and restored on the instance's restore thread,
-/// then handed over (under a mutex) to the processing thread, which alone
-/// touches it from then on. `state` may be read from any thread.
+/// then handed over (under a mutex) to the processing thread. Whoever
+/// changes its stores (the restore thread, then the processing thread)
+/// holds `mutex()` while doing so, and so does an interactive query that
+/// reads them from another thread. `state` and the restore figures may be
+/// read from any thread.
 class task {
 public:
     explicit task(std::int32_t partition) : partition_(partition), id_(std::to_string(partition)) {}
@@ -181,6 +185,24 @@ public:
     /// The task's stores, once built.
     [[nodiscard]] const std::vector<std::unique_ptr<store_port>>& stores() const noexcept { return stores_; }
 
+    /// Held while the task's stores change or are read by a query.
+    [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
+    /// Whether the factory has built the stores (read under `mutex()`).
+    [[nodiscard]] bool built() const noexcept { return built_; }
+
+    /// Changelog records the running restore applied, and will apply in all,
+    /// over the task's stores (for a standby: since it was promoted).
+    [[nodiscard]] std::uint64_t restore_done() const noexcept { return restore_done_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t restore_total() const noexcept { return restore_total_.load(std::memory_order_relaxed); }
+    void set_restore_progress(std::uint64_t done, std::uint64_t total) noexcept {
+        restore_done_.store(done, std::memory_order_relaxed);
+        restore_total_.store(total, std::memory_order_relaxed);
+    }
+    /// A standby's lag in changelog records (the largest over its stores),
+    /// -1 until it has looked at its changelogs.
+    [[nodiscard]] std::int64_t standby_lag() const noexcept { return standby_lag_.load(std::memory_order_relaxed); }
+    void set_standby_lag(std::int64_t lag) noexcept { standby_lag_.store(lag, std::memory_order_relaxed); }
+
     /// Builds the task's stores with the user's factory (on the restore thread).
     virtual void build(task_context& context) = 0;
     /// Called on the processing thread when the task starts running.
@@ -193,11 +215,14 @@ public:
 
     /// Flushes every store.
     void flush_stores() {
+        const std::lock_guard lock(mutex_);
         for (auto& s : stores_) s->flush();
     }
     /// Closes every store (after a flush, or without one when the state is
-    /// thrown away).
+    /// thrown away); the task is closed from then on.
     void close_stores() noexcept {
+        const std::lock_guard lock(mutex_);
+        set_state(task_state::closed);  // under the lock: no query reads a closed store
         for (auto& s : stores_) {
             try {
                 s->close();
@@ -208,7 +233,7 @@ public:
     }
 
     /// The next offset to read of each input topic (the one a commit names),
-    /// -1 until the first record of that topic.
+    /// -1 until the first record of that topic. Changed under `mutex()`.
     std::vector<std::int64_t> next_offsets;
     /// The task's checkpoint file (empty: none).
     std::filesystem::path checkpoint_path;
@@ -226,11 +251,16 @@ public:
 
 protected:
     std::vector<std::unique_ptr<store_port>> stores_;
+    bool built_ = false;  // under mutex_
 
 private:
     std::int32_t partition_;
     std::string id_;
     std::atomic<task_state> state_{task_state::created};
+    mutable std::mutex mutex_;
+    std::atomic<std::uint64_t> restore_done_{0};
+    std::atomic<std::uint64_t> restore_total_{0};
+    std::atomic<std::int64_t> standby_lag_{-1};
 };
 
 }  // namespace strata::runtime
