@@ -1,0 +1,631 @@
+#pragma once
+/// @file
+/// @brief `strata::gateway::gateway`: serves the stores of a running
+/// application over HTTP, from every instance. A request for a key is
+/// answered where the key's partition runs: locally, or forwarded to the
+/// instance that runs it (or, when the caller allows it, to one that keeps a
+/// standby within a lag bound). Scans of all keys and named queries over
+/// custom stores are gathered from every partition, page by page.
+///
+///     httplib::Server server;
+///     strata::gateway::gateway gw(app);
+///     gw.serve_kv<0>("totals");                               // a key-value store
+///     gw.serve_query<1>("orders", "by_city", [](const auto& store, const strata::gateway::query_args& a) {
+///         return nlohmann::json(store.query([&](const orders_db& db) { return db.count_in(a.at("city")); }));
+///     });
+///     gw.mount(server);
+///     server.listen("127.0.0.1", 8080);                       // the port of application_config::endpoint
+///
+/// Routes, under `gateway_options::prefix` (default "/strata"):
+///
+/// | route                                       | answers |
+/// |---------------------------------------------|---------|
+/// | GET /stores/{store}/keys/{key}              | {"key", "value", "partition", "instance", "position"}; 404 if absent |
+/// | GET /stores/{store}/all?limit=&cursor=      | {"items": [{"key", "value"}], "next": cursor or null}, every partition |
+/// | GET /stores/{store}/range?from=&to=&limit=&cursor= | the same, from <= key <= to (ordered stores) |
+/// | GET /stores/{store}/queries/{name}?...      | {"results": [{"partition", "result"}]}: every partition, or the one of ?key= |
+/// | GET /instances                              | the application's metadata (see json.hpp) |
+///
+/// Parameters of key reads: `allow_standby=true`, `max_lag=N` (changelog
+/// records), `position=N` (read your writes: the input offset the answer must
+/// reflect) with `wait_ms=N`. How each query status maps onto HTTP is in
+/// http.hpp (`not_answered`). An instance that cannot reach the owner answers
+/// 503 with "status": "owner_unreachable" and the owner and endpoint it tried.
+
+#include <strata/core/concepts.hpp>
+#include <strata/gateway/http.hpp>
+#include <strata/gateway/json.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/runtime/metadata.hpp>
+#include <strata/runtime/queries.hpp>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace strata::gateway {
+
+/// @brief The query parameters of a request, by name (percent-decoded).
+using query_args = std::map<std::string, std::string, std::less<>>;
+
+/// @brief How a gateway serves.
+struct gateway_options {
+    std::string prefix = "/strata";                     ///< every route lives under it
+    std::chrono::milliseconds forward_timeout{2'000};   ///< connect and read timeout of a forwarded request
+    std::size_t default_page_size = 100;                ///< entries per page of a scan when the request names none
+    std::size_t max_page_size = 1'000;                  ///< more is a bad request
+    std::chrono::milliseconds max_position_wait{10'000};  ///< the most a read-your-writes request may wait
+};
+
+/// @brief What a request asks besides its key, from its query parameters
+/// and headers.
+struct request_options {
+    runtime::read_options read;
+    /// The request came from another instance's gateway: it is answered here
+    /// or refused with the reason, never forwarded again (so a stale view of
+    /// the assignment cannot bounce it between instances).
+    bool forwarded = false;
+    std::string authorization;  ///< the Authorization header, passed on when forwarding
+
+    /// @throws bad_request a parameter that does not parse
+    static request_options from(const httplib::Request& req, const gateway_options& o) {
+        request_options r;
+        r.forwarded = req.has_header(forwarded_header);
+        r.authorization = req.get_header_value("Authorization");
+        if (req.has_param("allow_standby")) {
+            const std::string v = req.get_param_value("allow_standby");
+            r.read.allow_standby = v.empty() || v == "true" || v == "1";
+        }
+        if (req.has_param("max_lag")) r.read.max_standby_lag = number(req, "max_lag");
+        if (req.has_param("position")) r.read.min_position = number(req, "position");
+        r.read.position_wait = std::min(o.max_position_wait, req.has_param("wait_ms")
+                                                                 ? std::chrono::milliseconds(number(req, "wait_ms"))
+                                                                 : std::chrono::milliseconds(2'000));
+        return r;
+    }
+
+    /// The query string that says the same to another instance.
+    [[nodiscard]] std::string to_query() const {
+        std::string q;
+        if (read.allow_standby) q += "&allow_standby=true";
+        if (read.max_standby_lag != std::numeric_limits<std::int64_t>::max())
+            q += "&max_lag=" + std::to_string(read.max_standby_lag);
+        if (read.min_position >= 0) q += "&position=" + std::to_string(read.min_position);
+        q += "&wait_ms=" + std::to_string(read.position_wait.count());
+        return q;
+    }
+
+    static constexpr const char* forwarded_header = "X-Strata-Forwarded";
+
+    static std::int64_t number(const httplib::Request& req, const char* name) {
+        const std::string v = req.get_param_value(name);
+        std::int64_t n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc() || end != v.data() + v.size())
+            throw bad_request(std::string("the parameter ") + name + "='" + v + "' is not an integer");
+        return n;
+    }
+};
+
+namespace detail {
+
+/// What one partition answered here: the query's outcome, and the JSON
+/// body when it is ok.
+struct local_answer {
+    runtime::query_outcome outcome;
+    json body;
+};
+
+/// Which entries of a partition a scan wants: from <= key <= to (keys as
+/// written in a URL), key > after (a key's JSON, from a cursor).
+struct scan_bounds {
+    std::optional<std::string> from, to;
+    std::optional<json> after;
+};
+
+/// A key-value store the gateway serves, whatever its types.
+class kv_port {
+public:
+    virtual ~kv_port() = default;
+    /// @throws bad_request the key does not parse
+    [[nodiscard]] virtual std::int32_t partition_of(std::string_view key, std::int32_t partitions) const = 0;
+    [[nodiscard]] virtual local_answer get(std::string_view key, const runtime::read_options& o) const = 0;
+    /// body: {"items": [{"key", "value"}], "more": whether entries remain after these}
+    [[nodiscard]] virtual local_answer scan(std::int32_t p, const scan_bounds& b, std::size_t limit,
+                                            const runtime::read_options& o) const = 0;
+    [[nodiscard]] virtual bool ordered() const = 0;
+};
+
+/// A named read-only query over one store.
+class query_port {
+public:
+    virtual ~query_port() = default;
+    [[nodiscard]] virtual local_answer run(std::int32_t p, const query_args& a, const runtime::read_options& o) const = 0;
+};
+
+template <class App, std::size_t I>
+class kv_port_of final : public kv_port {
+    using store = typename App::template store_type<I>;
+    using K = typename store::key_type;
+    using V = typename store::mapped_type;
+    static_assert(kv_store<store>, "strata::gateway: serve_kv needs a key-value store; serve a custom store's reads "
+                                   "with serve_query");
+    static_assert(json_convertible<K> && json_convertible<V>,
+                  "strata::gateway: the store's key and value types need a JSON form: give them to_json/from_json "
+                  "functions (found by ADL), or specialize nlohmann::adl_serializer");
+    static_assert(requires(const K& a, const K& b) { a < b; },
+                  "strata::gateway: scans page through keys in their < order: the key type needs operator<");
+
+public:
+    explicit kv_port_of(const App& app) : app_(&app) {}
+
+    std::int32_t partition_of(std::string_view key, std::int32_t partitions) const override {
+        return runtime::partition_for(key_text<K>::parse(key), partitions);
+    }
+
+    local_answer get(std::string_view key, const runtime::read_options& o) const override {
+        const K k = key_text<K>::parse(key);
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        local_answer a;
+        if (md == nullptr) return a;  // not_running
+        auto r = app_->template query<I>(runtime::partition_for(k, md->partitions()),
+                                         [&](const auto& s) { return s.get(k); }, o);
+        a.outcome = r;
+        if (r.ok()) {
+            a.body = json{{"key", json(k)}, {"partition", r.partition}, {"position", r.position}};
+            a.body["value"] = r.value->has_value() ? json(**r.value) : json(nullptr);
+            if (r.from_standby) a.body["standby_lag"] = r.standby_lag;
+        }
+        return a;
+    }
+
+    local_answer scan(std::int32_t p, const scan_bounds& b, std::size_t limit,
+                      const runtime::read_options& o) const override {
+        std::optional<K> from, to, after;
+        if (b.from) from = key_text<K>::parse(*b.from);
+        if (b.to) to = key_text<K>::parse(*b.to);
+        if (b.after) after = key_text<K>::template from_json_checked<K>(*b.after, "cursor's key");
+        auto r = app_->template query<I>(p, [&](const auto& s) { return page(s, from, to, after, limit); }, o);
+        local_answer a;
+        a.outcome = r;
+        if (r.ok()) a.body = std::move(*r.value);
+        return a;
+    }
+
+    bool ordered() const override { return ordered_kv_store<store>; }
+
+private:
+    /// Up to `limit` entries after `after` within [from, to], in key order,
+    /// and whether more follow (under the task's lock).
+    static json page(const store& s, const std::optional<K>& from, const std::optional<K>& to,
+                     const std::optional<K>& after, std::size_t limit) {
+        const auto wanted = [&](const K& k) {
+            return (!from || !(k < *from)) && (!to || !(*to < k)) && (!after || *after < k);
+        };
+        std::vector<std::pair<K, V>> got;
+        bool more = false;
+        if constexpr (ordered_kv_store<store>) {
+            const auto take = [&](auto&& entries) {
+                for (const auto& [k, v] : entries) {
+                    if (to && *to < k) break;
+                    if (!wanted(k)) continue;
+                    if (got.size() == limit) {
+                        more = true;
+                        break;
+                    }
+                    got.emplace_back(k, v);
+                }
+            };
+            const std::optional<K>& start = after ? after : from;
+            if (start && to) take(s.range(*start, *to));
+            else take(s.all());
+        } else {
+            for (const auto& [k, v] : s.all())
+                if (wanted(k)) got.emplace_back(k, v);
+            std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+            if (got.size() > limit) {
+                got.resize(limit);
+                more = true;
+            }
+        }
+        json items = json::array();
+        for (const auto& [k, v] : got) items.push_back(json{{"key", json(k)}, {"value", json(v)}});
+        return json{{"items", std::move(items)}, {"more", more}};
+    }
+
+    const App* app_;
+};
+
+template <class App, std::size_t I, class F>
+class query_port_of final : public query_port {
+    using store = typename App::template store_type<I>;
+    static_assert(std::is_invocable_r_v<json, const F&, const store&, const query_args&>,
+                  "strata::gateway: a named query is f(const Store&, const query_args&) returning a value that "
+                  "converts to nlohmann::json");
+
+public:
+    query_port_of(const App& app, F f) : app_(&app), f_(std::move(f)) {}
+
+    local_answer run(std::int32_t p, const query_args& a, const runtime::read_options& o) const override {
+        auto r = app_->template query<I>(p, [&](const store& s) { return json(std::invoke(f_, s, a)); }, o);
+        local_answer out;
+        out.outcome = r;
+        if (r.ok()) out.body = std::move(*r.value);
+        return out;
+    }
+
+private:
+    const App* app_;
+    F f_;
+};
+
+}  // namespace detail
+
+/// @brief Which page of a scan a request wants.
+struct page_request {
+    std::size_t limit = 100;
+    std::optional<std::string> from, to;  ///< a range's bounds, as keys are written in a URL
+    std::int32_t partition = 0;           ///< the partition the page starts in
+    std::optional<json> after;            ///< the last key of the previous page in that partition
+
+    /// The cursor of a page that starts in partition p after key `after` (opaque to clients).
+    static std::string cursor(std::int32_t p, const std::optional<json>& after) {
+        std::string c = std::to_string(p);
+        if (after) {
+            static constexpr char hex[] = "0123456789abcdef";
+            c += '~';
+            for (const unsigned char ch : after->dump()) {
+                c.push_back(hex[ch >> 4]);
+                c.push_back(hex[ch & 15]);
+            }
+        }
+        return c;
+    }
+
+    /// @throws bad_request a limit out of bounds, a cursor that is not one
+    static page_request parse(const httplib::Request& req, const gateway_options& o) {
+        page_request r;
+        r.limit = o.default_page_size;
+        if (req.has_param("limit")) {
+            const std::int64_t n = request_options::number(req, "limit");
+            if (n <= 0 || static_cast<std::size_t>(n) > o.max_page_size)
+                throw bad_request("limit must be between 1 and " + std::to_string(o.max_page_size));
+            r.limit = static_cast<std::size_t>(n);
+        }
+        if (req.has_param("from")) r.from = req.get_param_value("from");
+        if (req.has_param("to")) r.to = req.get_param_value("to");
+        if (req.has_param("cursor")) parse_cursor(req.get_param_value("cursor"), r);
+        if (req.has_param("after")) {
+            json a = json::parse(req.get_param_value("after"), nullptr, false);
+            if (a.is_discarded()) throw bad_request("the parameter after= is not JSON");
+            r.after = std::move(a);
+        }
+        return r;
+    }
+
+private:
+    static void parse_cursor(const std::string& c, page_request& r) {
+        const auto bad = [&] { return bad_request("'" + c + "' is not a cursor this gateway gave out"); };
+        const auto tilde = c.find('~');
+        const std::string p = c.substr(0, tilde);
+        const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), r.partition);
+        if (ec != std::errc() || end != p.data() + p.size() || r.partition < 0) throw bad();
+        if (tilde == std::string::npos) return;
+        const std::string hex = c.substr(tilde + 1);
+        if (hex.size() % 2 != 0) throw bad();
+        std::string text;
+        for (std::size_t i = 0; i < hex.size(); i += 2) {
+            unsigned v = 0;
+            const auto [e, err] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
+            if (err != std::errc() || e != hex.data() + i + 2) throw bad();
+            text.push_back(static_cast<char>(v));
+        }
+        json a = json::parse(text, nullptr, false);
+        if (a.is_discarded()) throw bad();
+        r.after = std::move(a);
+    }
+};
+
+/// @brief Serves an application's stores over HTTP; see the file comment.
+/// The application must outlive it. Thread-safe once mounted.
+template <class App>
+class gateway {
+public:
+    explicit gateway(App& app, gateway_options o = {})
+        : app_(&app), options_(std::move(o)), clients_(options_.forward_timeout),
+          forwarded_(&app.metrics().counter_for("strata_gateway_forwarded_total",
+                                                "Requests this gateway forwarded to the instance that runs the partition")),
+          forward_failed_(&app.metrics().counter_for("strata_gateway_forward_failures_total",
+                                                     "Forwarded requests that got no answer from the other instance")) {}
+
+    gateway(const gateway&) = delete;
+    gateway& operator=(const gateway&) = delete;
+
+    /// @brief Serves key-value store I (of what the application's factory
+    /// returns) under `name`. Its keys and values cross as JSON (see json.hpp).
+    template <std::size_t I = 0>
+    gateway& serve_kv(std::string name) {
+        kv_.insert_or_assign(std::move(name), std::make_unique<detail::kv_port_of<App, I>>(*app_));
+        return *this;
+    }
+
+    /// @brief Serves `f(const Store&, const query_args&) -> json` over store
+    /// I as the named query `query` of `store`: the read-only way into a
+    /// custom store (an index lookup in a relational table). With ?key=, it
+    /// runs on the partition of that key (a string, partitioned as
+    /// partition_for does); without, on every partition.
+    template <std::size_t I = 0, class F>
+    gateway& serve_query(std::string store, std::string query, F f) {
+        queries_.insert_or_assign({std::move(store), std::move(query)},
+                                  std::make_unique<detail::query_port_of<App, I, F>>(*app_, std::move(f)));
+        return *this;
+    }
+
+    /// @brief Adds the gateway's routes to a server.
+    void mount(httplib::Server& server) {
+        const std::string& p = options_.prefix;
+        server.Get(p + R"(/stores/([^/]+)/keys/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+            serve(req, res, [&](const request_options& o) { return get(req.matches[1].str(), req.matches[2].str(), o); });
+        });
+        server.Get(p + R"(/stores/([^/]+)/(all|range))", [this](const httplib::Request& req, httplib::Response& res) {
+            serve(req, res, [&](const request_options& o) {
+                return scan(req.matches[1].str(), req.matches[2].str() == "range", page_request::parse(req, options_), o);
+            });
+        });
+        server.Get(p + R"(/stores/([^/]+)/partitions/(\d+)/scan)",
+                   [this](const httplib::Request& req, httplib::Response& res) {
+                       serve(req, res, [&](const request_options& o) {
+                           return scan_partition(req.matches[1].str(), parse_partition(req.matches[2].str()),
+                                                 page_request::parse(req, options_), o);
+                       });
+                   });
+        server.Get(p + R"(/stores/([^/]+)/queries/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+            serve(req, res, [&](const request_options& o) {
+                return query(req.matches[1].str(), req.matches[2].str(), args_of(req), o);
+            });
+        });
+        server.Get(p + R"(/stores/([^/]+)/partitions/(\d+)/queries/([^/]+))",
+                   [this](const httplib::Request& req, httplib::Response& res) {
+                       serve(req, res, [&](const request_options& o) {
+                           return query_partition(req.matches[1].str(), req.matches[3].str(),
+                                                  parse_partition(req.matches[2].str()), args_of(req), o);
+                       });
+                   });
+        server.Get(p + "/instances", [this](const httplib::Request&, httplib::Response& res) { instances().write_to(res); });
+    }
+
+    // The building blocks of the routes, for a service's own routes.
+
+    /// @brief The value of `key` in store `store`, from wherever it runs.
+    answer get(std::string_view store, std::string_view key, const request_options& o) {
+        const auto it = kv_.find(store);
+        if (it == kv_.end()) return unknown_store(store);
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        const detail::local_answer local = it->second->get(key, o.read);
+        if (local.outcome.ok()) {
+            json body = local.body;
+            body["instance"] = app_->config().instance_id;
+            if (body["value"].is_null()) {
+                body["status"] = "not_found";
+                body["error"] = "no such key";
+                return answer{404, std::move(body)};
+            }
+            return answer{200, std::move(body)};
+        }
+        const auto path = [&] {
+            return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
+                   o.to_query().substr(1);
+        };
+        if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
+            if (std::optional<answer> a = elsewhere(local.outcome, *md, path, o)) return std::move(*a);
+        return not_answered(local.outcome);
+    }
+
+    /// @brief One page of a scan over every partition: all keys, or (range)
+    /// those within [from, to]. Partitions are visited in order, each in key
+    /// order; "next" is the cursor of the next page, null after the last.
+    /// Each key is in exactly one page, as long as partitions do not move
+    /// during the scan (a partition that moves answers 503 until it runs again).
+    answer scan(std::string_view store, bool range, const page_request& page, const request_options& o) {
+        const auto it = kv_.find(store);
+        if (it == kv_.end()) return unknown_store(store);
+        if (range && !it->second->ordered())
+            return error_answer(400, "bad_request", "store '" + std::string(store) + "' is not ordered: use /all");
+        if (range && (!page.from || !page.to)) return error_answer(400, "bad_request", "a range needs from= and to=");
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        if (md == nullptr) return not_answered(runtime::query_outcome{});
+        json items = json::array();
+        std::int32_t p = page.partition;
+        std::optional<json> after = page.after;
+        json next = nullptr;
+        while (p < md->partitions() && items.size() < page.limit) {
+            page_request part = page;
+            part.limit = page.limit - items.size();
+            part.after = after;
+            answer one = scan_partition(store, p, part, o);
+            if (!one.ok()) {
+                one.body["partition"] = p;
+                return one;
+            }
+            for (json& e : one.body["items"]) items.push_back(std::move(e));
+            if (one.body.value("more", false)) {
+                next = page_request::cursor(p, items.back()["key"]);
+                break;
+            }
+            ++p;
+            after.reset();
+        }
+        if (next.is_null() && p < md->partitions()) next = page_request::cursor(p, std::nullopt);
+        return answer{200, json{{"items", std::move(items)}, {"next", std::move(next)}}};
+    }
+
+    /// @brief One page of a scan of partition p, from wherever it runs.
+    answer scan_partition(std::string_view store, std::int32_t p, const page_request& page, const request_options& o) {
+        const auto it = kv_.find(store);
+        if (it == kv_.end()) return unknown_store(store);
+        const detail::local_answer local = it->second->scan(p, {page.from, page.to, page.after}, page.limit, o.read);
+        if (local.outcome.ok()) return answer{200, local.body};
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        const auto path = [&] {
+            std::string q = "limit=" + std::to_string(page.limit);
+            if (page.from) q += "&from=" + url_encode(*page.from);
+            if (page.to) q += "&to=" + url_encode(*page.to);
+            if (page.after) q += "&after=" + url_encode(page.after->dump());
+            return options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/scan?" + q +
+                   o.to_query();
+        };
+        if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
+            if (std::optional<answer> fwd = elsewhere(local.outcome, *md, path, o)) return std::move(*fwd);
+        return not_answered(local.outcome);
+    }
+
+    /// @brief A named query: on the partition of ?key=, or gathered from every partition.
+    answer query(std::string_view store, std::string_view name, const query_args& a, const request_options& o) {
+        const auto it = queries_.find(std::pair(std::string(store), std::string(name)));
+        if (it == queries_.end())
+            return error_answer(404, "unknown_query", "no query '" + std::string(name) + "' on store '" + std::string(store) + "'");
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        if (md == nullptr) return not_answered(runtime::query_outcome{});
+        std::vector<std::int32_t> partitions;
+        if (const auto key = a.find("key"); key != a.end()) partitions.push_back(runtime::partition_for(key->second, md->partitions()));
+        else
+            for (std::int32_t p = 0; p < md->partitions(); ++p) partitions.push_back(p);
+        json results = json::array();
+        for (std::int32_t p : partitions) {
+            answer one = query_partition(store, name, p, a, o);
+            if (!one.ok()) return one;
+            results.push_back(json{{"partition", p}, {"result", std::move(one.body["result"])}});
+        }
+        return answer{200, json{{"results", std::move(results)}}};
+    }
+
+    /// @brief A named query on partition p, from wherever it runs.
+    answer query_partition(std::string_view store, std::string_view name, std::int32_t p, const query_args& a,
+                           const request_options& o) {
+        const auto it = queries_.find(std::pair(std::string(store), std::string(name)));
+        if (it == queries_.end())
+            return error_answer(404, "unknown_query", "no query '" + std::string(name) + "' on store '" + std::string(store) + "'");
+        const detail::local_answer local = it->second->run(p, a, o.read);
+        if (local.outcome.ok()) return answer{200, json{{"partition", p}, {"result", local.body}}};
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        const auto path = [&] {
+            std::string q;
+            for (const auto& [k, v] : a) q += "&" + url_encode(k) + "=" + url_encode(v);
+            return options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/queries/" +
+                   url_encode(name) + "?" + (o.to_query() + q).substr(1);
+        };
+        if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
+            if (std::optional<answer> fwd = elsewhere(local.outcome, *md, path, o)) return std::move(*fwd);
+        return not_answered(local.outcome);
+    }
+
+    /// @brief The application's metadata (GET /instances).
+    answer instances() const {
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        if (md == nullptr) return not_answered(runtime::query_outcome{});
+        json body = to_json(*md);
+        body["answered_by"] = app_->config().instance_id;
+        return answer{200, std::move(body)};
+    }
+
+    [[nodiscard]] const gateway_options& options() const noexcept { return options_; }
+
+private:
+    /// Runs a route's work and writes its answer; a bad parameter is a 400.
+    template <class Work>
+    void serve(const httplib::Request& req, httplib::Response& res, Work&& work) {
+        answer a;
+        try {
+            a = work(request_options::from(req, options_));
+        } catch (const bad_request& e) {
+            a = error_answer(400, "bad_request", e.what());
+        } catch (const std::exception& e) {
+            a = error_answer(500, "internal_error", e.what());
+        }
+        a.write_to(res);
+    }
+
+    /// Where a request not answered here goes: the owner, or with
+    /// allow_standby a standby, unless the request was forwarded already.
+    template <class Path>
+    std::optional<answer> elsewhere(const runtime::query_outcome& local, const runtime::application_metadata& md,
+                                    const Path& path, const request_options& o) {
+        using runtime::query_status;
+        const bool movable = local.status == query_status::not_owned ||
+                             (local.status == query_status::rebalancing && !local.owner.empty() &&
+                              local.owner != app_->config().instance_id);
+        if (!movable || o.forwarded) return std::nullopt;
+        std::vector<std::pair<std::string, std::string>> targets;  // (instance, endpoint)
+        targets.emplace_back(local.owner, local.owner_endpoint);
+        if (o.read.allow_standby) {
+            const runtime::partition_metadata where = md.partition(local.partition);
+            for (std::size_t i = 0; i < where.standbys.size(); ++i)
+                if (where.standbys[i] != app_->config().instance_id)
+                    targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
+        }
+        httplib::Headers headers{{request_options::forwarded_header, app_->config().instance_id}};
+        if (!o.authorization.empty()) headers.emplace("Authorization", o.authorization);
+        std::string tried, failure;
+        for (const auto& [instance, endpoint] : targets) {
+            if (endpoint.empty()) {
+                tried += (tried.empty() ? "" : ", ") + instance + " (no endpoint)";
+                continue;
+            }
+            forwarded_->inc();
+            forwarded f = clients_.get(endpoint, path(), headers);
+            if (f.reply && f.reply->code < 500) return std::move(f.reply);
+            if (f.reply && instance == local.owner && !o.read.allow_standby) return std::move(f.reply);
+            forward_failed_->inc();
+            tried += (tried.empty() ? "" : ", ") + instance + " at " + endpoint;
+            failure = f.reply ? f.reply->body.value("status", "error") : f.failure;
+        }
+        answer a = error_answer(503, "owner_unreachable",
+                                "no instance that holds partition " + std::to_string(local.partition) +
+                                    " answered (tried " + tried + "): " + failure,
+                                true);
+        a.body["partition"] = local.partition;
+        a.body["owner"] = local.owner;
+        a.body["owner_endpoint"] = local.owner_endpoint;
+        return a;
+    }
+
+    static answer unknown_store(std::string_view store) {
+        return error_answer(404, "unknown_store", "no store '" + std::string(store) + "' is served here");
+    }
+
+    static std::int32_t parse_partition(const std::string& s) {
+        std::int32_t p = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), p);
+        if (ec != std::errc() || end != s.data() + s.size()) throw bad_request("'" + s + "' is not a partition number");
+        return p;
+    }
+
+    static query_args args_of(const httplib::Request& req) {
+        query_args a;
+        for (const auto& [k, v] : req.params) a.insert_or_assign(k, v);
+        return a;
+    }
+
+    App* app_;
+    gateway_options options_;
+    client_pool clients_;
+    metrics::counter* forwarded_;
+    metrics::counter* forward_failed_;
+    std::map<std::string, std::unique_ptr<detail::kv_port>, std::less<>> kv_;
+    std::map<std::pair<std::string, std::string>, std::unique_ptr<detail::query_port>> queries_;
+};
+
+}  // namespace strata::gateway

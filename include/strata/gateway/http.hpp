@@ -1,0 +1,217 @@
+#pragma once
+/// @file
+/// @brief The HTTP side of the query gateway: answers as (status, JSON
+/// body), how each query_status maps onto an HTTP status, URL encoding, and
+/// a pool of keep-alive clients for forwarding to other instances.
+
+#include <strata/core/error.hpp>
+#include <strata/runtime/queries.hpp>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace strata::gateway {
+
+using json = nlohmann::json;
+
+/// @brief A request the gateway cannot serve as asked (bad key, bad
+/// parameter): answered with 400 and the message.
+class bad_request : public error {
+public:
+    explicit bad_request(const std::string& what) : error(what) {}
+};
+
+/// @brief An HTTP answer: status code and JSON body. Every error body has
+/// "status" (a query_status name, or one of the gateway's own: not_found,
+/// unknown_store, unknown_query, bad_request, owner_unreachable) and "error"
+/// (what happened, in words).
+struct answer {
+    int code = 200;
+    json body;
+    bool retry = false;  ///< the condition is temporary: the response carries Retry-After: 1
+
+    [[nodiscard]] bool ok() const noexcept { return code == 200; }
+
+    /// Writes it into an httplib response.
+    void write_to(httplib::Response& res) const {
+        res.status = code;
+        if (retry) res.set_header("Retry-After", "1");
+        res.set_content(body.dump(), "application/json");
+    }
+};
+
+/// @brief The error answer of a gateway condition.
+[[nodiscard]] inline answer error_answer(int code, std::string_view status, std::string_view what, bool retry = false) {
+    return answer{code, json{{"status", status}, {"error", what}}, retry};
+}
+
+/// @brief The HTTP status of a query that did not answer:
+///
+/// | query_status          | HTTP | Retry-After |
+/// |-----------------------|------|-------------|
+/// | not_running           | 503  | 1           |
+/// | restoring             | 503  | 1           |
+/// | rebalancing           | 503  | 1           |
+/// | not_owned             | 503  | 1 (only when forwarding is not allowed: a forwarded request that met a stale owner) |
+/// | position_not_reached  | 504  |             |
+/// | unknown_partition     | 400  |             |
+///
+/// The body names the status, the partition, the owner and its endpoint
+/// where known, and a restore's progress.
+[[nodiscard]] inline answer not_answered(const runtime::query_outcome& o) {
+    using runtime::query_status;
+    answer a;
+    a.body = json{{"status", runtime::to_string(o.status)}, {"partition", o.partition}};
+    if (!o.owner.empty()) a.body["owner"] = o.owner;
+    if (!o.owner_endpoint.empty()) a.body["owner_endpoint"] = o.owner_endpoint;
+    switch (o.status) {
+        case query_status::ok: a.code = 200; break;
+        case query_status::restoring:
+            a.code = 503;
+            a.retry = true;
+            a.body["restored"] = o.restored;
+            a.body["to_restore"] = o.to_restore;
+            a.body["error"] = "the partition's stores are restoring here";
+            break;
+        case query_status::not_running:
+            a.code = 503;
+            a.retry = true;
+            a.body["error"] = "the instance is not running, or does not know the assignment yet";
+            break;
+        case query_status::rebalancing:
+            a.code = 503;
+            a.retry = true;
+            a.body["error"] = "the partition is moving between instances";
+            break;
+        case query_status::not_owned:
+            a.code = 503;
+            a.retry = true;
+            a.body["error"] = "another instance runs the partition";
+            break;
+        case query_status::position_not_reached:
+            a.code = 504;
+            a.body["position"] = o.position;
+            a.body["error"] = "the partition had not processed the asked position within the wait";
+            break;
+        case query_status::unknown_partition:
+            a.code = 400;
+            a.body["error"] = "no such partition";
+            break;
+    }
+    return a;
+}
+
+/// @brief Percent-encodes everything but RFC 3986's unreserved characters,
+/// so that any key fits in one path segment or query value.
+[[nodiscard]] inline std::string url_encode(std::string_view s) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+            c == '_' || c == '~') {
+            out.push_back(ch);
+        } else {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+    }
+    return out;
+}
+
+/// @brief host and port of an endpoint "host:port" ("[::1]:80" for IPv6).
+/// @throws bad_request the endpoint has no port
+[[nodiscard]] inline std::pair<std::string, int> split_endpoint(std::string_view endpoint) {
+    const auto colon = endpoint.rfind(':');
+    if (colon == std::string_view::npos || colon + 1 == endpoint.size())
+        throw bad_request("endpoint '" + std::string(endpoint) + "' is not host:port");
+    std::string host(endpoint.substr(0, colon));
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    int port = 0;
+    for (const char c : endpoint.substr(colon + 1)) {
+        if (c < '0' || c > '9') throw bad_request("endpoint '" + std::string(endpoint) + "' has no numeric port");
+        port = port * 10 + (c - '0');
+        if (port > 65535) throw bad_request("endpoint '" + std::string(endpoint) + "' has a port over 65535");
+    }
+    return {std::move(host), port};
+}
+
+/// @brief The result of forwarding a request: the peer's answer, or why
+/// there is none.
+struct forwarded {
+    std::optional<answer> reply;
+    std::string failure;  ///< when there is no reply: the transport's error
+};
+
+/// @brief Keep-alive HTTP clients to other instances, reused across
+/// requests (an httplib client serves one request at a time, so each
+/// endpoint has as many as requests in flight to it).
+class client_pool {
+public:
+    explicit client_pool(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+    /// @brief GETs `path` (with its query) from `endpoint`.
+    forwarded get(const std::string& endpoint, const std::string& path, const httplib::Headers& headers) {
+        std::unique_ptr<httplib::Client> c = borrow(endpoint);
+        forwarded f;
+        if (const httplib::Result r = c->Get(path, headers)) {
+            answer a;
+            a.code = r->status;
+            a.retry = r->has_header("Retry-After");
+            a.body = json::parse(r->body, nullptr, false);
+            if (a.body.is_discarded()) {
+                f.failure = "the peer answered " + std::to_string(r->status) + " with a body that is not JSON";
+            } else {
+                f.reply = std::move(a);
+                give_back(endpoint, std::move(c));
+            }
+        } else {
+            f.failure = httplib::to_string(r.error());
+        }
+        return f;
+    }
+
+private:
+    std::unique_ptr<httplib::Client> borrow(const std::string& endpoint) {
+        {
+            const std::lock_guard lock(mutex_);
+            auto& idle = idle_[endpoint];
+            if (!idle.empty()) {
+                std::unique_ptr<httplib::Client> c = std::move(idle.back());
+                idle.pop_back();
+                return c;
+            }
+        }
+        const auto [host, port] = split_endpoint(endpoint);
+        auto c = std::make_unique<httplib::Client>(host, port);
+        c->set_keep_alive(true);
+        c->set_connection_timeout(timeout_);
+        c->set_read_timeout(timeout_);
+        c->set_write_timeout(timeout_);
+        return c;
+    }
+
+    void give_back(const std::string& endpoint, std::unique_ptr<httplib::Client> c) {
+        const std::lock_guard lock(mutex_);
+        idle_[endpoint].push_back(std::move(c));
+    }
+
+    std::chrono::milliseconds timeout_;
+    std::mutex mutex_;
+    std::map<std::string, std::vector<std::unique_ptr<httplib::Client>>, std::less<>> idle_;
+};
+
+}  // namespace strata::gateway

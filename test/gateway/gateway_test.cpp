@@ -1,0 +1,262 @@
+// The query gateway over two running instances: a key is answered by
+// either instance (locally or forwarded to its owner), scans page through
+// every key exactly once, named queries run on every partition, statuses
+// map onto HTTP as documented, and an owner that cannot be reached is named
+// in a 503.
+
+#include "runtime/runtime_test_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <strata/decorators/all.hpp>
+#include <strata/gateway/gateway.hpp>
+#include <strata/runtime/application.hpp>
+#include <strata/stores/ordered_map_store.hpp>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <thread>
+
+using namespace runtime_test;
+namespace rt = strata::runtime;
+namespace gw = strata::gateway;
+using json = nlohmann::json;
+
+namespace {
+
+/// An HTTP server on 127.0.0.1 and a port the kernel picked, listening on a thread.
+class http_server {
+public:
+    http_server() : port_(server_.bind_to_any_port("127.0.0.1")) { REQUIRE(port_ > 0); }
+    ~http_server() { stop(); }
+    void start() {
+        thread_ = std::thread([this] { server_.listen_after_bind(); });
+        while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    void stop() {
+        server_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+    [[nodiscard]] httplib::Server& server() noexcept { return server_; }
+    [[nodiscard]] std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+    [[nodiscard]] int port() const noexcept { return port_; }
+
+private:
+    httplib::Server server_;
+    int port_;
+    std::thread thread_;
+};
+
+struct reply {
+    int code = 0;
+    json body;
+    bool retry_after = false;
+};
+
+reply get(int port, const std::string& path) {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(std::chrono::seconds(10));
+    const httplib::Result r = c.Get(path);
+    REQUIRE(r);
+    reply out{r->status, json::parse(r->body, nullptr, false), r->has_header("Retry-After")};
+    REQUIRE_FALSE(out.body.is_discarded());
+    return out;
+}
+
+rt::application_config config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
+                              const std::string& instance, const std::string& endpoint) {
+    rt::application_config c;
+    c.application_id = app;
+    c.bootstrap_servers = kafka_test::bootstrap();
+    c.input_topics = {input};
+    c.state_dir = dir / instance;
+    c.instance_id = instance;
+    c.endpoint = endpoint;
+    c.commit_interval = std::chrono::milliseconds(100);
+    c.session_timeout = std::chrono::milliseconds(6000);
+    return c;
+}
+
+/// Counts records per key, and keeps the last amount of each key in a second store.
+struct counting {
+    void operator()(auto& ctx, const auto& r) const {
+        auto& counts = ctx.template store<0>();
+        counts.put(r.key, counts.get(r.key).value_or(0) + 1);
+        ctx.template store<1>().put(r.key, r.value.value_or(0));
+    }
+};
+
+auto stores() {
+    return [](rt::task_context& t) {
+        return std::tuple(strata::ordered_map_store<std::string, std::int64_t>("counts") | t.logged() | strata::cached(),
+                          strata::ordered_map_store<std::string, std::int64_t>("last") | t.logged());
+    };
+}
+
+template <class App>
+void serve(gw::gateway<App>& g) {
+    g.template serve_kv<0>("counts");
+    // A named query over the second store: how many keys hold at least ?min.
+    g.template serve_query<1>("last", "at_least", [](const auto& s, const gw::query_args& a) {
+        const std::int64_t min = std::stoll(a.at("min"));
+        std::int64_t n = 0;
+        for (const auto& [k, v] : s.all()) n += v >= min ? 1 : 0;
+        return n;
+    });
+}
+
+}  // namespace
+
+TEST_CASE("gateway: any instance answers any key, scans and queries gather every partition", "[kafka][gateway]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 4;
+    constexpr int keys = 150;
+    const std::string app_id = kafka_test::unique_name("gw");
+    const std::string input = kafka_test::make_topic("gw-in", partitions, {{"cleanup.policy", "delete"}});
+    http_server server_a, server_b;
+    auto a = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "a", server_a.endpoint()),
+                                                            stores(), counting{});
+    auto b = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "b", server_b.endpoint()),
+                                                            stores(), counting{});
+    gw::gateway gate_a(a), gate_b(b);
+    serve(gate_a);
+    serve(gate_b);
+    gate_a.mount(server_a.server());
+    gate_b.mount(server_b.server());
+    server_a.start();
+    server_b.start();
+
+    // Before the instance runs: 503, retry, not_running.
+    const reply early = get(server_a.port(), "/strata/stores/counts/keys/k1");
+    CHECK(early.code == 503);
+    CHECK(early.retry_after);
+    CHECK(early.body["status"] == "not_running");
+
+    input_writer w(input, partitions);
+    for (std::int64_t i = 0; i < 3'000; ++i) w.write(i, keys);
+    w.flush();
+    std::map<std::string, std::int64_t> counts, last;
+    for (const auto& part : w.written())
+        for (const auto& in : part) {
+            ++counts[in.key];
+            last[in.key] = in.amount;
+        }
+
+    running run_a(a);
+    running run_b(b);
+    REQUIRE(await_committed(app_id, input, w.written(), 60s));
+
+    // Both instances answer every key, one of them by forwarding.
+    std::set<std::string> answered_by;
+    for (const auto& [key, n] : counts) {
+        for (const int port : {server_a.port(), server_b.port()}) {
+            reply r;
+            const auto deadline = std::chrono::steady_clock::now() + 60s;
+            do {
+                r = get(port, "/strata/stores/counts/keys/" + gw::url_encode(key));
+                if (r.code == 200) break;
+                REQUIRE(r.code == 503);  // the instances are still settling who runs what
+                std::this_thread::sleep_for(50ms);
+            } while (std::chrono::steady_clock::now() < deadline);
+            REQUIRE(r.code == 200);
+            CHECK(r.body["key"] == key);
+            CHECK(r.body["value"] == n);
+            CHECK(r.body["partition"] == partition_of(key, partitions));
+            answered_by.insert(r.body["instance"].get<std::string>());
+        }
+    }
+    CHECK(answered_by == std::set<std::string>{"a", "b"});
+    CHECK(a.metrics().counter_for("strata_gateway_forwarded_total", "").value() > 0);
+    CHECK(b.metrics().counter_for("strata_gateway_forwarded_total", "").value() > 0);
+
+    // An absent key is a 404 wherever it is asked.
+    const reply absent = get(server_b.port(), "/strata/stores/counts/keys/no-such-key");
+    CHECK(absent.code == 404);
+    CHECK(absent.body["status"] == "not_found");
+
+    // Scans page through every key exactly once, from either instance.
+    for (const int port : {server_a.port(), server_b.port()}) {
+        std::map<std::string, std::int64_t> seen;
+        std::string cursor;
+        int pages = 0;
+        for (;;) {
+            const reply page = get(port, "/strata/stores/counts/all?limit=7" + (cursor.empty() ? "" : "&cursor=" + cursor));
+            REQUIRE(page.code == 200);
+            REQUIRE(page.body["items"].size() <= 7);
+            for (const json& e : page.body["items"]) CHECK(seen.emplace(e["key"], e["value"]).second);
+            ++pages;
+            if (page.body["next"].is_null()) break;
+            cursor = page.body["next"].get<std::string>();
+        }
+        CHECK(seen == counts);
+        CHECK(pages >= keys / 7);
+    }
+
+    // A range over an ordered store: from <= key <= to, from every partition.
+    const reply range = get(server_a.port(), "/strata/stores/counts/range?from=k10&to=k19&limit=1000");
+    REQUIRE(range.code == 200);
+    std::set<std::string> in_range;
+    for (const json& e : range.body["items"]) in_range.insert(e["key"]);
+    std::set<std::string> expected_range;
+    for (const auto& [key, n] : counts)
+        if (key >= "k10" && key <= "k19") expected_range.insert(key);
+    CHECK(in_range == expected_range);
+    CHECK(range.body["next"].is_null());
+
+    // A named query, gathered from every partition or run on one key's.
+    const std::int64_t min = 7;
+    std::int64_t expected_at_least = 0;
+    for (const auto& [key, v] : last) expected_at_least += v >= min ? 1 : 0;
+    const reply all = get(server_b.port(), "/strata/stores/last/queries/at_least?min=7");
+    REQUIRE(all.code == 200);
+    REQUIRE(all.body["results"].size() == partitions);
+    std::int64_t sum = 0;
+    for (const json& r : all.body["results"]) sum += r["result"].get<std::int64_t>();
+    CHECK(sum == expected_at_least);
+    const reply one = get(server_a.port(), "/strata/stores/last/queries/at_least?min=0&key=k3");
+    REQUIRE(one.code == 200);
+    REQUIRE(one.body["results"].size() == 1);
+    CHECK(one.body["results"][0]["partition"] == partition_of("k3", partitions));
+
+    // Mistakes are 4xx with a status that names them.
+    CHECK(get(server_a.port(), "/strata/stores/nope/keys/k1").body["status"] == "unknown_store");
+    CHECK(get(server_a.port(), "/strata/stores/counts/all?limit=0").code == 400);
+    CHECK(get(server_a.port(), "/strata/stores/counts/all?limit=5000").code == 400);
+    CHECK(get(server_a.port(), "/strata/stores/counts/all?cursor=zz~1").code == 400);
+    CHECK(get(server_a.port(), "/strata/stores/counts/range?from=k1").code == 400);
+    CHECK(get(server_a.port(), "/strata/stores/last/queries/nope").code == 404);
+    CHECK(get(server_a.port(), "/strata/stores/counts/keys/k1?position=x").code == 400);
+
+    // Read your writes: a position not yet processed is a 504 after the wait.
+    const std::int32_t p1 = partition_of("k1", partitions);
+    const reply late = get(server_a.port(), "/strata/stores/counts/keys/k1?wait_ms=200&position=" +
+                                                std::to_string(w.written()[static_cast<std::size_t>(p1)].size() + 5));
+    CHECK(late.code == 504);
+    CHECK(late.body["status"] == "position_not_reached");
+
+    // The metadata.
+    const reply md = get(server_b.port(), "/strata/instances");
+    REQUIRE(md.code == 200);
+    CHECK(md.body["instances"].size() == 2);
+    CHECK(md.body["partitions"].size() == partitions);
+
+    // An owner whose gateway is gone: the other instance says whom it tried.
+    server_b.stop();
+    std::string owned_by_b;
+    for (const auto& [key, n] : counts)
+        if (a.metadata()->for_key(key).active == "b") owned_by_b = key;
+    REQUIRE_FALSE(owned_by_b.empty());
+    const reply unreachable = get(server_a.port(), "/strata/stores/counts/keys/" + owned_by_b);
+    CHECK(unreachable.code == 503);
+    CHECK(unreachable.retry_after);
+    CHECK(unreachable.body["status"] == "owner_unreachable");
+    CHECK(unreachable.body["owner"] == "b");
+    CHECK(unreachable.body["owner_endpoint"] == server_b.endpoint());
+    // ... unless a standby may answer: b's key is not kept on a (no standbys
+    // here), so it stays a 503.
+    CHECK(get(server_a.port(), "/strata/stores/counts/keys/" + owned_by_b + "?allow_standby=true").code == 503);
+    run_b.stop();
+    run_a.stop();
+}
