@@ -281,6 +281,10 @@ public:
         return query<I>(partition_for(key, md->partitions()), [&](const auto& s) { return s.get(key); }, o);
     }
 
+    /// @brief This instance's tasks and standbys with their states, restore
+    /// progress and lags (empty while it is not running).
+    [[nodiscard]] std::vector<task_info> local_tasks() const { return instance_.queries().tasks(); }
+
     /// @brief Where every partition runs and every instance's endpoint, as
     /// this instance knows it; null until it has read the first assignment.
     [[nodiscard]] std::shared_ptr<const application_metadata> metadata() const { return instance_.queries().metadata(); }

@@ -28,6 +28,7 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace strata::runtime {
 
@@ -104,6 +105,15 @@ struct query_result : query_outcome {
     [[nodiscard]] const R* operator->() const { return &value.value(); }
 };
 
+/// @brief One task of this instance, as a status page shows it.
+struct task_info {
+    std::int32_t partition = -1;
+    task_state state = task_state::created;  ///< restoring, running, or standby (a standby copy)
+    std::uint64_t restored = 0;               ///< while restoring: records applied
+    std::uint64_t to_restore = 0;             ///< while restoring: at most this many in all
+    std::int64_t standby_lag = -1;            ///< a standby's lag in changelog records (-1: not looked yet)
+};
+
 /// @brief The tasks and the metadata of an instance as queries see them.
 /// The processing thread publishes them; any thread reads.
 class query_index {
@@ -138,6 +148,24 @@ public:
     [[nodiscard]] std::shared_ptr<const application_metadata> metadata() const {
         const std::lock_guard lock(mutex_);
         return metadata_;
+    }
+
+    /// @brief This instance's active tasks, then its standbys, by partition.
+    [[nodiscard]] std::vector<task_info> tasks() const {
+        task_map active, standbys;
+        {
+            const std::lock_guard lock(mutex_);
+            active = active_;
+            standbys = standbys_;
+        }
+        std::vector<task_info> out;
+        for (const auto* m : {&active, &standbys})
+            for (const auto& [p, t] : *m) {
+                const task_state s = t->state();
+                if (s == task_state::closed) continue;
+                out.push_back({p, s, t->restore_done(), t->restore_total(), s == task_state::standby ? t->standby_lag() : -1});
+            }
+        return out;
     }
 
     /// @brief Runs f(task&) under the lock of partition p's task, if the
