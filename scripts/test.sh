@@ -8,6 +8,8 @@ build="${STRATA_BUILD_DIR:-${root}/build}"
 broker="${root}/scripts/kafka-broker.sh"
 
 bash "${root}/scripts/setup.sh"
+# Chromium, its driver and Selenium, for the status page's browser test.
+bash "${root}/scripts/setup-python.sh"
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "${build}" -j "$(nproc)"
 

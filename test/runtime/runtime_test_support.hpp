@@ -235,8 +235,13 @@ private:
 /// goes to a file.
 class instance_process {
 public:
-    instance_process(std::vector<std::string> args, std::filesystem::path log) : log_(std::move(log)) {
-        args.insert(args.begin(), STRATA_AGGREGATE_APP);
+    instance_process(std::vector<std::string> args, std::filesystem::path log)
+        : instance_process(STRATA_AGGREGATE_APP, std::move(args), std::move(log)) {}
+
+    /// Runs `program` with `args`.
+    instance_process(const std::string& program, std::vector<std::string> args, std::filesystem::path log)
+        : log_(std::move(log)) {
+        args.insert(args.begin(), program);
         // Everything the child needs is made before fork: other threads of
         // this process (librdkafka's) may hold the allocator's lock.
         std::vector<char*> argv;

@@ -88,6 +88,7 @@ document.getElementById('lookup').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const id = document.getElementById('object').value;
   const out = document.getElementById('answer');
+  delete out.dataset.status;  // no earlier answer's status next to this one's error
   try {
     const r = await fetch('/objects/' + encodeURIComponent(id));
     const body = await r.json();
