@@ -21,6 +21,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -116,6 +118,38 @@ void feed(const settings& s, long n) {
     if (tracker.has_failed()) throw std::runtime_error("feed: " + tracker.first_error_text);
 }
 
+// [query]
+/// An account's total, read from the running application on any thread.
+template <class App>
+std::optional<std::int64_t> total_of(const App& app, const std::string& account) {
+    const auto r = app.get(account);  // store 0 of the account's partition
+    switch (r.status) {
+        case strata::runtime::query_status::ok:
+            return r.value.value();  // itself an optional: nullopt for an account without payments
+        case strata::runtime::query_status::not_owned:
+            // Another instance runs the partition: ask it, at r.owner_endpoint
+            // (the query gateway, strata::gateway, does exactly that).
+            throw std::runtime_error(account + " is kept by " + r.owner + " at " + r.owner_endpoint);
+        default:
+            // not_running, restoring (r.restored of r.to_restore records),
+            // rebalancing: nothing to answer from yet. Ask again shortly.
+            throw std::runtime_error(account + ": " + strata::runtime::to_string(r.status));
+    }
+}
+
+/// Accounts with a total of at least `min` in one partition: a read-only
+/// function over the store, run under the task's lock.
+template <class App>
+long accounts_over(const App& app, std::int32_t partition, std::int64_t min) {
+    const auto r = app.query(partition, [&](const auto& totals) {
+        long n = 0;
+        for (const auto& [account, total] : totals.all()) n += total >= min ? 1 : 0;
+        return n;
+    });
+    return r.ok() ? *r : -1;
+}
+// [query]
+
 /// Runs one instance on fresh topics until every payment's total is out,
 /// then checks each account's last total.
 int quick_check(settings s) {
@@ -152,12 +186,21 @@ int quick_check(settings s) {
         }
         if (seen < n) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
+    // The same totals, asked of the running application.
+    long answered = 0, over = 0;
+    for (const auto& [acct, total] : expected) answered += total_of(app, acct) == total ? 1 : 0;
+    for (std::int32_t p = 0; p < 6; ++p) over += accounts_over(app, p, 0);
     app.stop();
     runner.join();
     std::error_code ec;
     std::filesystem::remove_all(s.state, ec);
     if (seen != n || last != expected) {
         std::printf("RUNTIME EXAMPLE FAILED: %ld totals of %ld payments\n", seen, n);
+        return 1;
+    }
+    if (answered != static_cast<long>(expected.size()) || over != answered) {
+        std::printf("RUNTIME EXAMPLE FAILED: queries answered %ld of %zu totals right, %ld accounts listed\n", answered,
+                    expected.size(), over);
         return 1;
     }
     std::printf("RUNTIME EXAMPLE PASSED: %ld payments, %zu accounts, every total right\n", n, last.size());

@@ -29,7 +29,8 @@ namespace {
 /// An HTTP server on 127.0.0.1 and a port the kernel picked, listening on a thread.
 class http_server {
 public:
-    http_server() : port_(server_.bind_to_any_port("127.0.0.1")) { REQUIRE(port_ > 0); }
+    // Nagle off before binding: accepted sockets inherit it from the listening one.
+    http_server() : port_(server_.set_tcp_nodelay(true).bind_to_any_port("127.0.0.1")) { REQUIRE(port_ > 0); }
     ~http_server() { stop(); }
     void start() {
         thread_ = std::thread([this] { server_.listen_after_bind(); });

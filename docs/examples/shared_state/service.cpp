@@ -325,6 +325,7 @@ private:
     /// GET /objects/{id}[?position=N&wait_ms=N][&allow_standby=true&max_lag=N]
     gw::answer get_object(const httplib::Request& req, const std::string& id) {
         gw::answer a = gateway_.get("states", id, gw::request_options::from(req, gateway_.options()));
+        a.parsed();  // a forwarded answer comes raw
         if (a.code == 200) a.body = object_json(a.body);
         else if (a.code == 404) a.body = json{{"status", "not_found"}, {"error", "no object '" + id + "'"}, {"id", id}};
         return a;

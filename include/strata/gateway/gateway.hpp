@@ -377,9 +377,15 @@ public:
     /// @brief Adds the gateway's routes to a server, and turns Nagle's
     /// algorithm off on its sockets: httplib writes a response's header and
     /// body separately, and with Nagle the body waits for the client's
-    /// delayed ACK (40 ms a request).
+    /// delayed ACK (40 ms a request). Sockets take the setting from the
+    /// listening socket: mount before the server binds (listen(),
+    /// bind_to_port()), or call `server.set_tcp_nodelay(true)` before that.
+    /// It also lets a keep-alive connection serve many requests (httplib
+    /// closes it after 5 by default): other instances' gateways keep theirs
+    /// open, and a new connection costs more than a request.
     void mount(httplib::Server& server) {
         server.set_tcp_nodelay(true);
+        server.set_keep_alive_max_count(100'000);
         const std::string& p = options_.prefix;
         server.Get(p + R"(/stores/([^/]+)/keys/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
             serve(req, res, [&](const request_options& o) { return get(req.matches[1].str(), req.matches[2].str(), o); });
@@ -417,7 +423,6 @@ public:
     answer get(std::string_view store, std::string_view key, const request_options& o) {
         const auto it = kv_.find(store);
         if (it == kv_.end()) return unknown_store(store);
-        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         const detail::local_answer local = it->second->get(key, o.read);
         if (local.outcome.ok()) {
             json body = local.body;
@@ -433,8 +438,9 @@ public:
             return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
                    o.to_query().substr(1);
         };
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
-            if (std::optional<answer> a = elsewhere(local.outcome, *md, path, o)) return std::move(*a);
+            if (std::optional<answer> a = elsewhere(local.outcome, *md, path, o, false)) return std::move(*a);
         return not_answered(local.outcome);
     }
 
@@ -564,9 +570,10 @@ private:
 
     /// Where a request not answered here goes: the owner, or with
     /// allow_standby a standby, unless the request was forwarded already.
+    /// With `parse` false, a reply's body is passed on as it came (answer::raw).
     template <class Path>
     std::optional<answer> elsewhere(const runtime::query_outcome& local, const runtime::application_metadata& md,
-                                    const Path& path, const request_options& o) {
+                                    const Path& path, const request_options& o, bool parse = true) {
         using runtime::query_status;
         const bool movable = local.status == query_status::not_owned ||
                              (local.status == query_status::rebalancing && !local.owner.empty() &&
@@ -589,12 +596,12 @@ private:
                 continue;
             }
             forwarded_->inc();
-            forwarded f = clients_.get(endpoint, path(), headers);
+            forwarded f = clients_.get(endpoint, path(), headers, parse);
             if (f.reply && f.reply->code < 500) return std::move(f.reply);
             if (f.reply && instance == local.owner && !o.read.allow_standby) return std::move(f.reply);
             forward_failed_->inc();
             tried += (tried.empty() ? "" : ", ") + instance + " at " + endpoint;
-            failure = f.reply ? f.reply->body.value("status", "error") : f.failure;
+            failure = f.reply ? f.reply->parsed().value("status", "error") : f.failure;
         }
         answer a = error_answer(503, "owner_unreachable",
                                 "no instance that holds partition " + std::to_string(local.partition) +

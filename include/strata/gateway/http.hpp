@@ -40,14 +40,26 @@ struct answer {
     int code = 200;
     json body;
     bool retry = false;  ///< the condition is temporary: the response carries Retry-After: 1
+    /// The body as another instance sent it, passed on unparsed (then `body`
+    /// is unset): a forwarded answer costs no parse and no dump.
+    std::string raw;
 
     [[nodiscard]] bool ok() const noexcept { return code == 200; }
+
+    /// The body as JSON, parsing a forwarded one first.
+    json& parsed() {
+        if (!raw.empty()) {
+            body = json::parse(raw, nullptr, false);
+            raw.clear();
+        }
+        return body;
+    }
 
     /// Writes it into an httplib response.
     void write_to(httplib::Response& res) const {
         res.status = code;
         if (retry) res.set_header("Retry-After", "1");
-        res.set_content(body.dump(), "application/json");
+        res.set_content(raw.empty() ? body.dump() : raw, "application/json");
     }
 };
 
@@ -163,14 +175,22 @@ class client_pool {
 public:
     explicit client_pool(std::chrono::milliseconds timeout) : timeout_(timeout) {}
 
-    /// @brief GETs `path` (with its query) from `endpoint`.
-    forwarded get(const std::string& endpoint, const std::string& path, const httplib::Headers& headers) {
+    /// @brief GETs `path` (with its query) from `endpoint`; with `parse`
+    /// false, the reply's body stays raw (answer::raw).
+    forwarded get(const std::string& endpoint, const std::string& path, const httplib::Headers& headers,
+                  bool parse = true) {
         std::unique_ptr<httplib::Client> c = borrow(endpoint);
         forwarded f;
-        if (const httplib::Result r = c->Get(path, headers)) {
+        if (httplib::Result r = c->Get(path, headers)) {
             answer a;
             a.code = r->status;
             a.retry = r->has_header("Retry-After");
+            if (!parse && !r->body.empty() && r->body.front() == '{') {
+                a.raw = std::move(r->body);
+                f.reply = std::move(a);
+                give_back(endpoint, std::move(c));
+                return f;
+            }
             a.body = json::parse(r->body, nullptr, false);
             if (a.body.is_discarded()) {
                 f.failure = "the peer answered " + std::to_string(r->status) + " with a body that is not JSON";
