@@ -246,6 +246,9 @@ public:
 private:
     static strata::kafka::settings with_linger(strata::kafka::settings k) {
         k.try_emplace("linger.ms", "0");  // one report per request: do not wait for company
+        // A request waits for its report's delivery: with the broker gone, it
+        // fails with a 503 after this instead of holding a worker for minutes.
+        k.try_emplace("message.timeout.ms", "10000");
         return k;
     }
 
