@@ -26,3 +26,9 @@ eval "$("${broker}" env)"
 export STRATA_KAFKA_BROKER_SCRIPT="${broker}"
 
 ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" "$@"
+
+# The concurrent parts again, under ThreadSanitizer (clang-15, build-tsan/),
+# on the same broker. Skipped when ctest was given a selection.
+if [ "$#" -eq 0 ]; then
+  bash "${root}/scripts/test-thread-sanitizer.sh"
+fi

@@ -153,7 +153,8 @@ TEST_CASE("queries: reads from other threads see whole records and the final sta
             CHECK(count.value == std::optional<std::int64_t>(expected.first));
             CHECK(count.owner == "a");
             CHECK(count.position == static_cast<std::int64_t>(w.written()[static_cast<std::size_t>(count.partition)].size()));
-            const auto sum = app.query(count.partition, [&](const auto& s) { return s.get(key + "/sum"); });
+            const std::string sum_key = key + "/sum";
+            const auto sum = app.query(count.partition, [&](const auto& s) { return s.get(sum_key); });
             REQUIRE(sum.ok());
             CHECK(*sum == std::optional<std::int64_t>(expected.second));
         }

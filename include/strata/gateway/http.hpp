@@ -37,6 +37,9 @@ public:
 /// unknown_store, unknown_query, bad_request, owner_unreachable) and "error"
 /// (what happened, in words).
 struct answer {
+    answer() = default;
+    answer(int c, json b, bool r = false) : code(c), body(std::move(b)), retry(r) {}
+
     int code = 200;
     json body;
     bool retry = false;  ///< the condition is temporary: the response carries Retry-After: 1

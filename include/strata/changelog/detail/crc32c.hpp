@@ -62,7 +62,7 @@ inline constexpr auto crc32c_tables = [] {
 #if STRATA_CRC32C_HAS_SSE42
 /// @brief The same function with the SSE4.2 crc32 instruction; only call it
 /// when `crc32c_hardware_available()` says so.
-__attribute__((target("sse4.2"))) [[nodiscard]] inline std::uint32_t crc32c_extend_sse42(
+[[nodiscard]] __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_extend_sse42(
     std::uint32_t crc, const std::byte* p, std::size_t n) noexcept {
     std::uint64_t c = crc;
     while (n >= 8) {
