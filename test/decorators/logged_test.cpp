@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -170,4 +171,72 @@ TEST_CASE("with checkpoint_on_flush off, only save_checkpoint writes the checkpo
     REQUIRE_FALSE(strata::checkpoint_file(checkpoint).load("s").has_value());
     s.save_checkpoint(durable);  // e.g. after the transaction that made it count has committed
     REQUIRE(strata::checkpoint_file(checkpoint).load("s") == durable);
+}
+
+namespace {
+/// A memory_log whose next append can be made to fail, as a full disk, a
+/// record too large for the log or a broken producer does.
+struct refusing_log : strata::memory_log {
+    bool refuse_next = false;
+    void append(const strata::record_view& r) {
+        if (std::exchange(refuse_next, false)) throw strata::changelog_error("no space left on device");
+        memory_log::append(r);
+    }
+};
+}  // namespace
+
+TEST_CASE("an update whose record cannot be logged fails the stack: nothing later is reported durable",
+          "[logged]") {
+    test_support::temp_dir dir;
+    const auto checkpoint = dir.path() / "checkpoint";
+    refusing_log log;
+    auto s = store_t("accounts") | strata::logged(log, {.checkpoint = checkpoint});
+    s.put(1, "one");
+    REQUIRE(s.flush() == 1);
+
+    // The put reaches the store, its record does not reach the log.
+    log.refuse_next = true;
+    try {
+        s.put(2, "two");
+        FAIL("the put did not throw");
+    } catch (const strata::changelog_error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("'accounts'") != std::string::npos);             // the store
+        CHECK(what.find("0x0000000000000002") != std::string::npos);     // the key (an int64, in hex)
+        CHECK(what.find("bytes") != std::string::npos);                  // the record's size
+        CHECK(what.find("no space left on device") != std::string::npos);  // the cause
+    }
+    CHECK(s.failed());
+
+    // The store is ahead of its changelog: nothing may be called durable any
+    // more, not even records that were logged before.
+    log.refuse_next = false;
+    CHECK_THROWS_AS(s.flush(), strata::changelog_error);
+    CHECK_THROWS_AS(s.save_checkpoint(1), strata::changelog_error);
+    CHECK_THROWS_AS(s.put(3, "three"), strata::changelog_error);
+    CHECK_FALSE(s.get(3).has_value());  // a refused update does not reach the store
+    CHECK(strata::checkpoint_file(checkpoint).load("accounts") == strata::offset_t{1});
+
+    // Rebuilt from the changelog, the store holds exactly what was logged.
+    auto rebuilt = store_t("accounts") | strata::logged(log, {.checkpoint = checkpoint});
+    rebuilt.restore();
+    CHECK(rebuilt.get(1) == std::optional<std::string>("one"));
+    CHECK_FALSE(rebuilt.get(2).has_value());
+    CHECK_FALSE(rebuilt.failed());
+}
+
+TEST_CASE("under the cache, a dirty entry that cannot be logged fails the stack at the flush", "[logged][cached]") {
+    refusing_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::cached();
+    s.put(1, "one");
+    s.put(2, "two");
+    log.refuse_next = true;
+    CHECK_THROWS_AS(s.flush(), strata::changelog_error);
+    // Every later flush says why, instead of reporting a durable offset.
+    try {
+        (void)s.flush();
+        FAIL("the second flush did not throw");
+    } catch (const strata::changelog_error& e) {
+        CHECK(std::string(e.what()).find("must be rebuilt") != std::string::npos);
+    }
 }

@@ -4,21 +4,52 @@
 /// to a changelog, so the store can be rebuilt after a crash.
 
 #include <strata/codec/default_codec.hpp>
+#include <strata/core/bytes.hpp>
 #include <strata/core/concepts.hpp>
+#include <strata/core/error.hpp>
 #include <strata/decorators/closure.hpp>
 #include <strata/decorators/detail/held.hpp>
 #include <strata/decorators/layer.hpp>
 #include <strata/restore/checkpoint.hpp>
 #include <strata/restore/restore.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 namespace strata {
+
+namespace detail {
+/// A record key for an error message: printable bytes as text, others in
+/// hex, at most 64 bytes of it.
+inline std::string abbreviated(bytes_view key) {
+    const bool printable = std::all_of(key.begin(), key.end(), [](std::byte b) {
+        const auto c = static_cast<unsigned char>(b);
+        return c >= 0x20 && c < 0x7f;
+    });
+    const std::size_t shown = std::min<std::size_t>(key.size(), 64);
+    std::string out;
+    if (printable) {
+        out = "'" + std::string(reinterpret_cast<const char*>(key.data()), shown) + "'";
+    } else {
+        static constexpr char hex[] = "0123456789abcdef";
+        out = "0x";
+        for (std::size_t i = 0; i < shown; ++i) {
+            const auto c = static_cast<unsigned char>(key[i]);
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+    }
+    if (shown < key.size()) out += "... (" + std::to_string(key.size()) + " bytes)";
+    return out;
+}
+}  // namespace detail
 
 /// @brief Options of the logged layer.
 struct logged_options {
@@ -69,6 +100,7 @@ public:
         static_assert(changelog_codec_for<Codec, Inner, U>,
                       "strata::logged: the codec cannot say which keys this update touches; give it "
                       "a member `touched(const Store&, const Update&)` returning a range of keys");
+        refuse_if_failed("update");
         // Keys first: an update may remove what it touches.
         auto&& keys = codec_.touched(std::as_const(inner_), u);
         inner_.apply(u);
@@ -102,6 +134,7 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
+        refuse_if_failed("update");
         inner_.put(k, v);
         if constexpr (requires { codec_.write_mapped(v, value_buf_); }) {
             // v is k's value now (kv law): write it rather than read it back.
@@ -116,6 +149,7 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     bool erase(const typename S::key_type& k) {
+        refuse_if_failed("update");
         const bool existed = inner_.erase(k);
         // k is gone now (kv law): its record is a tombstone, even when k was
         // absent, as Kafka Streams writes it: cheap and always safe.
@@ -148,6 +182,7 @@ public:
     /// it may only name an offset the store and changelog both hold.
     /// @returns the durable end offset of the changelog
     offset_t flush() {
+        refuse_if_failed("flush");
         const offset_t durable = log().flush();
         if constexpr (detail::has_flush<Inner>) inner_.flush();
         if (opts_.checkpoint_on_flush) save_checkpoint(durable);
@@ -157,8 +192,17 @@ public:
     /// @brief Records that the store and its changelog hold everything below
     /// `durable`, if a checkpoint file is configured (else does nothing).
     void save_checkpoint(offset_t durable) {
+        refuse_if_failed("checkpoint");
         if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(this->name(), opts_.partition, durable);
     }
+
+    /// @brief Whether a record could not be written after its update reached
+    /// the inner store: the store is then ahead of its changelog, and
+    /// flush() and save_checkpoint() refuse until the stack is rebuilt (a
+    /// new stack over a fresh store, restored from the changelog).
+    [[nodiscard]] bool failed() const noexcept { return !failure_.empty(); }
+    /// @brief What made the stack fail ("" if it has not).
+    [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
 
     /// @brief Rebuilds the inner store from the changelog: from the checkpoint
     /// when the store is persistent and one exists, else from offset 0.
@@ -186,16 +230,39 @@ private:
 
     /// Appends one record: k's key, and the value write_value appends (or a
     /// tombstone when it returns false).
+    ///
+    /// The update is in the inner store already. If its record cannot be
+    /// written (the codec throws, the log refuses it: too large, disk full, a
+    /// broken producer), the store is ahead of its changelog: a later flush
+    /// would report durable a state the changelog cannot rebuild. So the
+    /// stack fails instead (see failed()), and the error names the store,
+    /// the key and the record's size.
     template <class WriteValue>
     void append_record(const log_key_type& k, WriteValue&& write_value) {
+        refuse_if_failed("update");
         key_buf_.clear();
         value_buf_.clear();
-        codec_.write_key(k, key_buf_);
-        const bool live = write_value(value_buf_);
-        record_view r{key_buf_, std::nullopt};
-        if (live) r.value = bytes_view(value_buf_);
-        log().append(r);
+        try {
+            codec_.write_key(k, key_buf_);
+            const bool live = write_value(value_buf_);
+            record_view r{key_buf_, std::nullopt};
+            if (live) r.value = bytes_view(value_buf_);
+            log().append(r);
+        } catch (const std::exception& e) {
+            failure_ = "strata::logged: store '" + std::string(this->name()) + "' could not log the record of key " +
+                       detail::abbreviated(key_buf_) + " (" + std::to_string(key_buf_.size() + value_buf_.size()) +
+                       " bytes): " + e.what();
+            std::throw_with_nested(changelog_error(failure_ +
+                                                   ". The update is in the store but not in its changelog: the "
+                                                   "store refuses to flush until it is rebuilt from the changelog"));
+        }
         ++records_written_;
+    }
+
+    void refuse_if_failed(const char* what) const {
+        if (!failure_.empty())
+            throw changelog_error("strata::logged: store '" + std::string(this->name()) + "' refuses to " + what +
+                                  ": it failed earlier and must be rebuilt from its changelog. " + failure_);
     }
 
     Inner inner_;
@@ -205,6 +272,7 @@ private:
     byte_buffer key_buf_;
     byte_buffer value_buf_;
     std::uint64_t records_written_ = 0;
+    std::string failure_;  // why the stack failed; empty while it has not
 };
 
 namespace detail {
