@@ -3,6 +3,8 @@
 
 #include "serde/support.hpp"
 
+#include <boost/hana/define_struct.hpp>
+
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -77,4 +79,24 @@ TEST_CASE("bad elements inside a vector are reported at their offset", "[serde][
     CHECK_THAT(msg, Catch::Contains("std::vector<bool>") && Catch::Contains("byte offset 6"));
     const std::string trailing = decode_error<std::vector<std::int16_t>>(bytes({0, 0, 0, 1, 0, 1, 0}));
     CHECK_THAT(trailing, Catch::Contains("byte offset 6") && Catch::Contains("trailing"));
+}
+
+namespace {
+/// A struct with no fields: it encodes to no bytes, so a count of them
+/// cannot be checked against the input's size.
+struct nothing {
+    BOOST_HANA_DEFINE_STRUCT(nothing);
+};
+}  // namespace
+
+TEST_CASE("a count of elements that encode to no bytes is bounded too", "[serde][vector]") {
+    // Four bytes that claim 4,294,967,295 empty structs: refused at once,
+    // where the count alone used to allocate 4 GiB.
+    const std::string msg = decode_error<std::vector<nothing>>(bytes({0xff, 0xff, 0xff, 0xff}));
+    CHECK_THAT(msg, Catch::Contains("element count 4294967295") && Catch::Contains("0 bytes left") &&
+                        Catch::Contains("byte offset 0"));
+    // Real vectors of them still round-trip, up to the documented allowance.
+    CHECK(decode<std::vector<nothing>>(encode(std::vector<nothing>(1000))).size() == 1000);
+    CHECK(decode<std::vector<nothing>>(encode(std::vector<nothing>(4096))).size() == 4096);
+    CHECK_THROWS_AS(decode<std::vector<nothing>>(encode(std::vector<nothing>(4097))), serde_error);
 }

@@ -63,9 +63,22 @@ inline void write_length(std::size_t n, byte_buffer& out, std::string_view what)
 /// min_each bytes, and throws (at the prefix's offset) if that many cannot
 /// fit in what remains. With min_each == 0 nothing can be checked up front;
 /// the caller then must not reserve more than the remaining bytes.
+/// How many elements beyond the remaining bytes a count may name when its
+/// elements can encode to no bytes at all (a struct with no fields): such a
+/// count cannot be checked against the input, and an unchecked one from
+/// corrupt bytes allocated 4 GiB. Larger counts are refused as corrupt.
+inline constexpr std::size_t max_elements_beyond_input = 4096;
+
 [[nodiscard]] inline std::size_t read_length(byte_reader& in, std::size_t min_each, std::string_view what) {
     const std::size_t at = in.position();
     const std::size_t n = read_big_endian<std::uint32_t>(in);
+    if (min_each == 0 && n > in.remaining() + max_elements_beyond_input) {
+        throw serde_error(in.type_name(), at,
+                          std::string(what) + " " + std::to_string(n) + " is more than the " +
+                              std::to_string(in.remaining()) + " bytes left could hold; elements that may encode to " +
+                              "no bytes are limited to that plus " + std::to_string(max_elements_beyond_input) +
+                              " (corrupt or truncated input)");
+    }
     if (min_each > 0 && n > in.remaining() / min_each) {
         throw serde_error(in.type_name(), at,
                           std::string(what) + " " + std::to_string(n) + " needs at least " +

@@ -9,10 +9,10 @@
 ///
 /// That check needs the element's smallest encoding (`min_encoded_size<T>`).
 /// Where it is 0 (a user serde that does not declare `min_size`, or a struct
-/// with no fields) the count cannot be bounded up front: the reader reserves
-/// no more than the remaining bytes and stops at the first element that runs
-/// out of input. Only elements that really encode to zero bytes can then make
-/// a huge count cost time and memory; give such serdes a `min_size`.
+/// with no fields) the count can name at most the remaining bytes plus 4096
+/// elements (`max_elements_beyond_input`); a larger one is refused as corrupt.
+/// The reader reserves no more than the remaining bytes and stops at the
+/// first element that runs out of input. Give such serdes a `min_size`.
 ///
 /// `byte_buffer` (`std::vector<std::byte>`) nested in a composite is this
 /// format too: count, then the bytes. As a whole record it is raw bytes like
