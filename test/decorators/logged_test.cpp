@@ -240,3 +240,31 @@ TEST_CASE("under the cache, a dirty entry that cannot be logged fails the stack 
         CHECK(std::string(e.what()).find("must be rebuilt") != std::string::npos);
     }
 }
+
+TEST_CASE("a checkpoint past the changelog's end stops the restore with an error that says so", "[logged][restore]") {
+    test_support::temp_dir dir;
+    const auto checkpoint = dir.path() / "checkpoint";
+    auto disk = std::make_shared<persistent_store::disk>();
+    {
+        strata::memory_log log;
+        auto s = persistent_store(disk) | strata::logged(log, {.checkpoint = checkpoint});
+        s.put(1, "one");
+        s.put(2, "two");
+        REQUIRE(s.flush() == 2);  // checkpoint: 2
+    }
+    // The changelog lost what it had made durable: a shorter one stands in for it.
+    strata::memory_log shorter;
+    auto s = persistent_store(disk) | strata::logged(shorter, {.checkpoint = checkpoint});
+    try {
+        (void)s.restore();
+        FAIL("the restore did not throw");
+    } catch (const strata::restore_error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("'persistent'") != std::string::npos);
+        CHECK(what.find("below 2") != std::string::npos);
+        CHECK(what.find("ends at 0") != std::string::npos);
+        CHECK(what.find(checkpoint.string()) != std::string::npos);
+    }
+    // The checkpoint still names what was lost.
+    CHECK(strata::checkpoint_file(checkpoint).load("persistent") == strata::offset_t{2});
+}

@@ -209,8 +209,19 @@ public:
     template <restore_listener Listener = null_restore_listener>
     restore_progress restore(Listener&& listener = {}) {
         offset_t from = 0;
-        if (opts_.checkpoint && is_persistent(inner_))
+        if (opts_.checkpoint && is_persistent(inner_)) {
             from = checkpoint_file(*opts_.checkpoint).load(this->name(), opts_.partition).value_or(0);
+            // A checkpoint past the changelog's end means records the store
+            // was told were durable are gone (or the checkpoint belongs to
+            // another log): restoring nothing would hide it, and the next
+            // flush would move the checkpoint back over the loss.
+            if (const offset_t end = log().end_offset(); from > end)
+                throw restore_error(this->name(), from,
+                                    "the checkpoint " + opts_.checkpoint->string() + " says the store holds offsets below " +
+                                        std::to_string(from) + ", but its changelog ends at " + std::to_string(end) +
+                                        ": the changelog lost records it had made durable, or the checkpoint belongs "
+                                        "to another changelog. Nothing was restored");
+        }
         return restore_from(inner_, log(), codec_, restore_options{from, opts_.restore_batch_records},
                             std::forward<Listener>(listener));
     }
