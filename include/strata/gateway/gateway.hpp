@@ -141,7 +141,6 @@ class kv_port {
 public:
     virtual ~kv_port() = default;
     /// @throws bad_request the key does not parse
-    [[nodiscard]] virtual std::int32_t partition_of(std::string_view key, std::int32_t partitions) const = 0;
     [[nodiscard]] virtual local_answer get(std::string_view key, const runtime::read_options& o) const = 0;
     /// body: {"items": [{"key", "value"}], "more": whether entries remain after these}
     [[nodiscard]] virtual local_answer scan(std::int32_t p, const scan_bounds& b, std::size_t limit,
@@ -172,17 +171,10 @@ class kv_port_of final : public kv_port {
 public:
     explicit kv_port_of(const App& app) : app_(&app) {}
 
-    std::int32_t partition_of(std::string_view key, std::int32_t partitions) const override {
-        return runtime::partition_for(key_text<K>::parse(key), partitions);
-    }
-
     local_answer get(std::string_view key, const runtime::read_options& o) const override {
         const K k = key_text<K>::parse(key);
-        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        auto r = app_->template get<I>(k, o);
         local_answer a;
-        if (md == nullptr) return a;  // not_running
-        auto r = app_->template query<I>(runtime::partition_for(k, md->partitions()),
-                                         [&](const auto& s) { return s.get(k); }, o);
         a.outcome = r;
         if (r.ok()) {
             a.body = json{{"key", json(k)}, {"partition", r.partition}, {"position", r.position}};
@@ -438,10 +430,7 @@ public:
             return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
                    o.to_query().substr(1);
         };
-        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
-        if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
-            if (std::optional<answer> a = elsewhere(local.outcome, *md, path, o, false)) return std::move(*a);
-        return not_answered(local.outcome);
+        return elsewhere(local.outcome, path, o, false);
     }
 
     /// @brief One page of a scan over every partition: all keys, or (range)
@@ -488,7 +477,6 @@ public:
         if (it == kv_.end()) return unknown_store(store);
         const detail::local_answer local = it->second->scan(p, {page.from, page.to, page.after}, page.limit, o.read);
         if (local.outcome.ok()) return answer{200, local.body};
-        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         const auto path = [&] {
             std::string q = "limit=" + std::to_string(page.limit);
             if (page.from) q += "&from=" + url_encode(*page.from);
@@ -497,16 +485,12 @@ public:
             return options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/scan?" + q +
                    o.to_query();
         };
-        if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
-            if (std::optional<answer> fwd = elsewhere(local.outcome, *md, path, o)) return std::move(*fwd);
-        return not_answered(local.outcome);
+        return elsewhere(local.outcome, path, o);
     }
 
     /// @brief A named query: on the partition of ?key=, or gathered from every partition.
     answer query(std::string_view store, std::string_view name, const query_args& a, const request_options& o) {
-        const auto it = queries_.find(std::pair(std::string(store), std::string(name)));
-        if (it == queries_.end())
-            return error_answer(404, "unknown_query", "no query '" + std::string(name) + "' on store '" + std::string(store) + "'");
+        if (find_query(store, name) == nullptr) return unknown_query(store, name);
         const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         if (md == nullptr) return not_answered(runtime::query_outcome{});
         std::vector<std::int32_t> partitions;
@@ -525,21 +509,17 @@ public:
     /// @brief A named query on partition p, from wherever it runs.
     answer query_partition(std::string_view store, std::string_view name, std::int32_t p, const query_args& a,
                            const request_options& o) {
-        const auto it = queries_.find(std::pair(std::string(store), std::string(name)));
-        if (it == queries_.end())
-            return error_answer(404, "unknown_query", "no query '" + std::string(name) + "' on store '" + std::string(store) + "'");
-        const detail::local_answer local = it->second->run(p, a, o.read);
+        const detail::query_port* port = find_query(store, name);
+        if (port == nullptr) return unknown_query(store, name);
+        const detail::local_answer local = port->run(p, a, o.read);
         if (local.outcome.ok()) return answer{200, json{{"partition", p}, {"result", local.body}}};
-        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         const auto path = [&] {
             std::string q;
             for (const auto& [k, v] : a) q += "&" + url_encode(k) + "=" + url_encode(v);
             return options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/queries/" +
                    url_encode(name) + "?" + (o.to_query() + q).substr(1);
         };
-        if (md != nullptr && local.outcome.status != runtime::query_status::not_running)
-            if (std::optional<answer> fwd = elsewhere(local.outcome, *md, path, o)) return std::move(*fwd);
-        return not_answered(local.outcome);
+        return elsewhere(local.outcome, path, o);
     }
 
     /// @brief The application's metadata (GET /instances).
@@ -568,21 +548,23 @@ private:
         a.write_to(res);
     }
 
-    /// Where a request not answered here goes: the owner, or with
-    /// allow_standby a standby, unless the request was forwarded already.
-    /// With `parse` false, a reply's body is passed on as it came (answer::raw).
+    /// The answer to a request this instance could not answer itself: from
+    /// the owner, or with allow_standby a standby, unless the request was
+    /// forwarded already; else why not (not_answered). With `parse` false, a
+    /// reply's body is passed on as it came (answer::raw).
     template <class Path>
-    std::optional<answer> elsewhere(const runtime::query_outcome& local, const runtime::application_metadata& md,
-                                    const Path& path, const request_options& o, bool parse = true) {
+    answer elsewhere(const runtime::query_outcome& local, const Path& path, const request_options& o,
+                     bool parse = true) {
         using runtime::query_status;
         const bool movable = local.status == query_status::not_owned ||
                              (local.status == query_status::rebalancing && !local.owner.empty() &&
                               local.owner != app_->config().instance_id);
-        if (!movable || o.forwarded) return std::nullopt;
+        if (!movable || o.forwarded) return not_answered(local);
         std::vector<std::pair<std::string, std::string>> targets;  // (instance, endpoint)
         targets.emplace_back(local.owner, local.owner_endpoint);
-        if (o.read.allow_standby) {
-            const runtime::partition_metadata where = md.partition(local.partition);
+        const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
+        if (o.read.allow_standby && md != nullptr) {
+            const runtime::partition_metadata where = md->partition(local.partition);
             for (std::size_t i = 0; i < where.standbys.size(); ++i)
                 if (where.standbys[i] != app_->config().instance_id)
                     targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
@@ -597,8 +579,8 @@ private:
             }
             forwarded_->inc();
             forwarded f = clients_.get(endpoint, path(), headers, parse);
-            if (f.reply && f.reply->code < 500) return std::move(f.reply);
-            if (f.reply && instance == local.owner && !o.read.allow_standby) return std::move(f.reply);
+            if (f.reply && f.reply->code < 500) return std::move(*f.reply);
+            if (f.reply && instance == local.owner && !o.read.allow_standby) return std::move(*f.reply);
             forward_failed_->inc();
             tried += (tried.empty() ? "" : ", ") + instance + " at " + endpoint;
             failure = f.reply ? f.reply->parsed().value("status", "error") : f.failure;
@@ -611,6 +593,16 @@ private:
         a.body["owner"] = local.owner;
         a.body["owner_endpoint"] = local.owner_endpoint;
         return a;
+    }
+
+    [[nodiscard]] const detail::query_port* find_query(std::string_view store, std::string_view name) const {
+        const auto it = queries_.find(std::pair(std::string(store), std::string(name)));
+        return it == queries_.end() ? nullptr : it->second.get();
+    }
+
+    static answer unknown_query(std::string_view store, std::string_view name) {
+        return error_answer(404, "unknown_query",
+                            "no query '" + std::string(name) + "' on store '" + std::string(store) + "'");
     }
 
     static answer unknown_store(std::string_view store) {

@@ -290,7 +290,6 @@ public:
     [[nodiscard]] std::shared_ptr<const application_metadata> metadata() const { return instance_.queries().metadata(); }
 
 private:
-
     Factory factory_;
     Processor processor_;
     std::unique_ptr<metrics::registry> owned_registry_;

@@ -555,7 +555,7 @@ private:
         s.assignment_version = acted_version_;
         for (const auto& [p, t] : tasks_) s.active.push_back(p);
         for (const auto& [p, t] : standbys_)
-            if (const std::optional<std::int64_t> lag = restorer_->lag(*t)) s.standbys.push_back({p, *lag});
+            if (const std::int64_t lag = t->standby_lag(); lag >= 0) s.standbys.push_back({p, lag});
         writer_->publish(s);
         status_dirty_ = false;
         next_status_ = clock::now() + std::chrono::milliseconds(500);

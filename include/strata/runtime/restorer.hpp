@@ -18,7 +18,6 @@
 #include <exception>
 #include <functional>
 #include <iterator>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -118,15 +117,6 @@ public:
     [[nodiscard]] std::vector<std::shared_ptr<task>> take_ready() {
         const std::lock_guard lock(mutex_);
         return std::exchange(ready_, {});
-    }
-
-    /// @brief How many changelog records the standby task t is behind (the
-    /// largest over its stores), once it has looked at its changelogs.
-    [[nodiscard]] std::optional<std::int64_t> lag(const task& t) const {
-        const std::lock_guard lock(mutex_);
-        const auto it = lags_.find(&t);
-        if (it == lags_.end()) return std::nullopt;
-        return it->second;
     }
 
     /// @brief What made the restore thread stop, if anything did.
@@ -325,9 +315,7 @@ private:
             if (j.standby) {
                 std::int64_t lag = 0;
                 for (const store_job& s : j.stores) lag = std::max(lag, lag_of(s));
-                j.t->set_standby_lag(lag);
-                const std::lock_guard lock(mutex_);
-                lags_[j.t.get()] = lag;
+                j.t->set_standby_lag(lag);  // read by the processing thread's status and by queries
             }
             const bool dropped = cancelled(*j.t);
             if (finished && !dropped && !j.standby) {
@@ -339,7 +327,6 @@ private:
                 std::shared_ptr<task> t = std::move(j.t);
                 {
                     const std::lock_guard lock(mutex_);
-                    lags_.erase(t.get());
                     jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
                     if (!dropped) ready_.push_back(t);
                 }
@@ -422,7 +409,6 @@ private:
     const task* current_ = nullptr;        // the task the restore thread is building or restoring
     std::vector<const task*> cancelled_;  // tasks the processing thread wants back
     std::vector<const task*> promoted_;   // standbys the processing thread made active
-    std::map<const task*, std::int64_t> lags_;  // the standbys' lags, as of their last batch
     std::exception_ptr failure_;
     bool stopping_ = false;
     std::thread thread_;  // last: starts after everything above exists
