@@ -20,7 +20,12 @@ if ! command -v clang++-15 >/dev/null 2>&1; then
 fi
 bash "${root}/scripts/setup.sh" >/dev/null
 
-targets=(runtime_queries_test runtime_application_test runtime_failover_test runtime_scale_test
+# Not runtime_scale_test: it bounds the records a warm copy restores when a
+# task moves to it, by timing that holds at normal speed; under the
+# sanitizer's slowdown it failed once in seven runs without a race report.
+# The restorer, standbys and handoffs it exercises run here in
+# runtime_failover_test.
+targets=(runtime_queries_test runtime_application_test runtime_failover_test
          runtime_local_state_test runtime_bad_records_test gateway_gateway_test)
 CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=thread >/dev/null
 cmake --build "${build}" -j "$(nproc)" --target "${targets[@]}"
