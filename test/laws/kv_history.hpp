@@ -31,10 +31,18 @@ struct history_options {
     int flush_one_in = 1;       ///< of the steps that may flush, the share that does
 };
 
+/// What run_kv_history calls after each flush when it is given nothing.
+struct no_flush_hook {
+    void operator()() const noexcept {}
+};
+
 /// Runs `steps` random operations (put, erase, each also through apply;
 /// get; flush) on s and on the model m, checking every result against m.
-template <class S>
-void run_kv_history(S& s, kv_model& m, std::uint64_t seed, int steps, history_options o = {}) {
+/// Calls `flushed()` right after each flush of s, when m holds the state
+/// that flush made durable.
+template <class S, class Flushed = no_flush_hook>
+void run_kv_history(S& s, kv_model& m, std::uint64_t seed, int steps, history_options o = {},
+                    Flushed flushed = {}) {
     std::mt19937_64 rng(seed);
     std::uniform_int_distribution<std::int64_t> key(o.key_lo, o.key_hi);
     std::uniform_int_distribution<int> op(0, 9), len(0, 40), flush(1, o.flush_one_in);
@@ -63,7 +71,10 @@ void run_kv_history(S& s, kv_model& m, std::uint64_t seed, int steps, history_op
                 break;
             case 6:
                 if constexpr (requires { s.flush(); })
-                    if (flush(rng) == 1) s.flush();
+                    if (flush(rng) == 1) {
+                        s.flush();
+                        flushed();
+                    }
                 break;
             default: {
                 std::string v = std::to_string(i) + std::string(static_cast<std::size_t>(len(rng)), 'x');

@@ -32,6 +32,16 @@ struct env {
         if (!file) file.emplace(dir.path() / "log", strata::file_log_options{.segment_bytes = 4096});
         return *file;
     }
+
+    /// A crash: each changelog keeps only what its last flush made durable.
+    /// The memory log forgets its unflushed tail; the file log is closed
+    /// without a flush (its destructor drops unflushed appends) and the next
+    /// file_log() reopens it from its directory.
+    /// @pre no stack over these changelogs is alive
+    void crash() {
+        log.drop_unflushed();
+        file.reset();
+    }
 };
 
 using ordered = strata::ordered_map_store<std::int64_t, std::string>;
@@ -179,6 +189,40 @@ void check_restore_law(Run run, Check check) {
         fresh.restore();
         check(fresh, m);
     }
+}
+
+/// The crash law for one stack: a history that flushes at random points and
+/// then crashes (the stack and its changelog go away without a last flush,
+/// so what the cache holds and what the changelog buffered since that flush
+/// are lost) leaves a changelog from which a fresh stack restores exactly the
+/// state of the last flush.
+///
+/// @param run    run(stack, model, flushed) applies a history to both and
+///               calls flushed() right after each flush of the stack
+/// @param check  check(restored_stack, model) asserts they agree
+/// @returns whether the crash lost updates (the history changed the model
+///          after its last flush), so a caller can require that some did
+template <class Fixture, class Model, class Run, class Check>
+bool check_crash_law(Run run, Check check) {
+    env e;
+    Model m;
+    Model at_last_flush;  // a copy of the plain model, taken at each flush
+    int flushes = 0;
+    {
+        auto s = Fixture::make(e);
+        run(s, m, [&] {
+            at_last_flush = m;
+            ++flushes;
+        });
+    }  // destroyed without a flush
+    e.crash();
+    REQUIRE(flushes > 0);
+    {
+        auto fresh = Fixture::make(e);
+        fresh.restore();
+        check(fresh, at_last_flush);
+    }
+    return m != at_last_flush;
 }
 
 }  // namespace laws
