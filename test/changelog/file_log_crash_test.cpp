@@ -137,23 +137,34 @@ namespace {
 struct built_log {
     std::vector<record> records;
     std::filesystem::path last_segment;
-    std::size_t last_frame_start = 0;
+    std::size_t last_frame_start = 0;  ///< where the last flush (a record, a commit frame) starts
     std::size_t last_segment_size = 0;
+    std::vector<char> witness;  ///< as it was before the last flush
 };
 
+/// A log of n flushes of one record each, whose last flush is written but
+/// never returned: its bytes are all there, and the witness still names the
+/// flush before it, as when the writer dies before its fdatasync returns.
 built_log build(const std::filesystem::path& dir, file_log_options opts, int n) {
     built_log out;
-    file_log log(dir, opts);
-    for (int i = 0; i < n; ++i) {
-        out.records.push_back(make_record("key" + std::to_string(i % 4),
-                                          std::string(static_cast<std::size_t>(10 + i), 'v'),
-                                          static_cast<offset_t>(i)));
-        log.append(out.records.back().view());
-        log.flush();
+    std::vector<char> witness_before_last;
+    {
+        file_log log(dir, opts);
+        for (int i = 0; i < n; ++i) {
+            out.records.push_back(make_record("key" + std::to_string(i % 4),
+                                              std::string(static_cast<std::size_t>(10 + i), 'v'),
+                                              static_cast<offset_t>(i)));
+            if (i + 1 == n) witness_before_last = read_bytes(strata::test::witness_file(dir));
+            log.append(out.records.back().view());
+            log.flush();
+        }
+        out.last_segment = log.segment_paths().back();
     }
-    out.last_segment = log.segment_paths().back();
+    write_bytes(strata::test::witness_file(dir), witness_before_last);
+    out.witness = witness_before_last;
     out.last_segment_size = static_cast<std::size_t>(std::filesystem::file_size(out.last_segment));
-    out.last_frame_start = out.last_segment_size - strata::test::frame_size(out.records.back());
+    out.last_frame_start =
+        out.last_segment_size - strata::test::frame_size(out.records.back()) - strata::test::commit_frame_size;
     return out;
 }
 
@@ -177,6 +188,7 @@ TEST_CASE("file_log cuts a last frame torn at any byte") {
         auto torn = original;
         torn.resize(cut);
         write_bytes(b.last_segment, torn);
+        write_bytes(strata::test::witness_file(dir.path()), b.witness);
         {
             file_log log(dir.path(), opts);
             CHECK(log.truncated_bytes() == cut - b.last_frame_start);
@@ -199,7 +211,7 @@ TEST_CASE("file_log cuts garbage after the last frame") {
     const built_log b = build(dir.path(), opts, 8);
     const auto original = read_bytes(b.last_segment);
     const std::vector<char> last_frame(original.begin() + static_cast<std::ptrdiff_t>(b.last_frame_start),
-                                       original.end());
+                                       original.end() - strata::test::commit_frame_size);
     std::mt19937 rng(3);
 
     std::vector<std::vector<char>> tails;
@@ -258,14 +270,21 @@ TEST_CASE("file_log does not mistake a frame inside a torn record's value for a 
     std::vector<record> want{make_record("a", "1", 0)};
     std::string value = "head:" + std::string(embedded.begin(), embedded.end()) + ":tail";
     want.push_back(make_record("carrier", value, 1));
+    std::vector<char> witness_before_carrier;
     {
         file_log log(dir.path());
-        for (const auto& r : want) log.append(r.view());
+        log.append(want[0].view());
+        log.flush();
+        witness_before_carrier = read_bytes(strata::test::witness_file(dir.path()));
+        log.append(want[1].view());
         log.flush();
     }
+    // The carrier's flush never returned: its witness is not there, and its
+    // write was torn 3 bytes before the carrier's end.
+    write_bytes(strata::test::witness_file(dir.path()), witness_before_carrier);
     const auto seg = dir / "00000000000000000000.log";
     auto torn = read_bytes(seg);
-    torn.resize(torn.size() - 3);  // the embedded frame is whole, the carrier is not
+    torn.resize(torn.size() - strata::test::commit_frame_size - 3);  // the embedded frame is whole, the carrier is not
     write_bytes(seg, torn);
     file_log log(dir.path());
     CHECK(log.end_offset() == 1);

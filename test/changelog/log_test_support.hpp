@@ -55,4 +55,12 @@ inline std::size_t frame_size(const record& r) {
     return 29 + r.key.size() + (r.value ? r.value->size() : 0);
 }
 
+/// Bytes of the commit frame that ends each flush.
+inline constexpr std::size_t commit_frame_size = 29;
+
+/// The file in which a file_log notes how far it was flushed. A test that
+/// tears the last flush by hand puts back the note as it was before that
+/// flush: a crash during the flush's write leaves it so.
+inline std::filesystem::path witness_file(const std::filesystem::path& dir) { return dir / "strata.flushed"; }
+
 }  // namespace strata::test

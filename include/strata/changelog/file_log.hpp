@@ -6,50 +6,59 @@
 /// that after a crash the log knows exactly which bytes it can trust.
 ///
 /// Contract, in short:
-/// - `append` only buffers (a copy). `flush` writes the buffer with write(2)
-///   and fdatasync, and returns the durable end offset. Unflushed appends are
-///   not durable: the destructor drops them rather than half-write them.
+/// - `append` only buffers (a copy). `flush` writes the buffer and a commit
+///   frame with one write and one fdatasync, and returns the durable end
+///   offset. Unflushed appends are not durable: the destructor drops them.
+/// - A flush is atomic: after a crash, or a flush that failed, reopening the
+///   log shows all of a flush or none of it. Frames after the last commit
+///   frame belong to a flush that never returned, and opening cuts them.
+/// - The log knows what it holds: a manifest lists its segments and where
+///   each closed one ends, and a witness names how far the active segment
+///   was flushed (see changelog/detail/log_metadata.hpp). A missing segment,
+///   a segment cut short, or damage to flushed bytes is reported on open as
+///   `corruption_error` naming the file and byte offset, and nothing is cut.
+///   `file_log::verify` inspects a log without changing it and
+///   `file_log::repair` cuts it to its last intact flush (also as the
+///   command `strata-log`).
 /// - `replay(from)` is a snapshot taken when it is called: the flushed bytes
 ///   of every segment at that moment plus a copy of the unflushed records, so
-///   it yields every record appended so far, like `memory_log` does.
-/// - On open, every segment is checked frame by frame. A torn tail of the
-///   last segment (a frame cut short by a crash, or damage after which no
-///   valid frame follows) is cut off; damage anywhere else is reported as
-///   `corruption_error` naming the file and byte offset.
+///   it yields every record appended so far, like `memory_log` does. It
+///   opens one segment file at a time.
 /// - One process at a time: the directory is locked with flock(2).
+///
+/// `basic_file_log<Fs>` does all its I/O through the file system `Fs` (see
+/// changelog/file_system.hpp); `file_log` is the one on POSIX files.
 
 #include <strata/changelog/detail/frame.hpp>
-#include <strata/changelog/detail/posix_file.hpp>
+#include <strata/changelog/detail/log_metadata.hpp>
 #include <strata/changelog/detail/segment.hpp>
+#include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ranges>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/file.h>
 
 namespace strata {
 
 /// @brief Tuning of a `file_log`.
 struct file_log_options {
-    /// A segment is closed once it would grow past this many bytes (a single
-    /// larger record still gets a segment of its own). Only closed segments
-    /// are compacted, so smaller segments compact sooner.
+    /// A flush starts a new segment when the active one would grow past
+    /// this many bytes. A flush never spans two segments, so one flush
+    /// larger than this gets a segment of its own. Only closed segments are
+    /// compacted, so smaller segments compact sooner.
     std::uint64_t segment_bytes = std::uint64_t{64} << 20;
 };
 
@@ -62,29 +71,56 @@ struct compaction_stats {
     std::uint64_t bytes_after = 0;
 };
 
+/// @brief What `file_log::verify` found in a log, or what `file_log::repair` did.
+struct file_log_check {
+    /// Nothing flushed is damaged or missing: the log opens as it is.
+    bool intact = true;
+    /// The first damage found (when not intact): file, byte offset, what.
+    std::filesystem::path damaged_file;
+    std::uint64_t damaged_byte = 0;
+    std::string problem;
+    /// End offset of the last intact flush: the log's end once repaired.
+    offset_t intact_end = 0;
+    /// Records (not counting commit frames) in the intact part.
+    std::uint64_t records = 0;
+    /// Bytes of flushes that never returned, after the last commit frame:
+    /// opening the log cuts them, as it should.
+    std::uint64_t unfinished_bytes = 0;
+    /// Segment files the manifest does not list (left by a segment roll or a
+    /// compaction that a crash interrupted): opening the log removes them.
+    std::vector<std::filesystem::path> stray_files;
+    /// repair only: bytes cut from the damaged segment and after it, and
+    /// the segment files removed.
+    std::uint64_t bytes_cut = 0;
+    std::size_t segments_removed = 0;
+};
+
 /// @brief A durable changelog in a local directory; satisfies `changelog`.
 ///
 /// Movable, not copyable; not safe to use from several threads at once.
-class file_log {
+template <file_system Fs>
+class basic_file_log {
 public:
     class replay_range;
 
-    /// @brief Opens (creating it if needed) the log in `dir`, checking every
-    /// segment and cutting a torn tail off the last one.
-    /// @throws corruption_error damage that is not a torn tail
+    /// @brief Opens (creating it if needed) the log in `dir`: checks every
+    /// segment against the manifest and the witness, and cuts frames of a
+    /// flush that never returned off the active segment.
+    /// @throws corruption_error a segment is missing, cut short or damaged
+    ///         where a flush returned; the log is left as it was
     /// @throws changelog_error an I/O error, or the directory is open elsewhere
-    explicit file_log(std::filesystem::path dir, file_log_options options = {})
-        : dir_(std::move(dir)), options_(options) {
+    explicit basic_file_log(std::filesystem::path dir, file_log_options options = {}, Fs fs = {})
+        : fs_(std::move(fs)), dir_(std::move(dir)), options_(options) {
         open();
     }
 
-    file_log(file_log&&) noexcept = default;
-    file_log& operator=(file_log&&) noexcept = default;
-    file_log(const file_log&) = delete;
-    file_log& operator=(const file_log&) = delete;
+    basic_file_log(basic_file_log&&) noexcept = default;
+    basic_file_log& operator=(basic_file_log&&) noexcept = default;
+    basic_file_log(const basic_file_log&) = delete;
+    basic_file_log& operator=(const basic_file_log&) = delete;
     /// Closes the files. Records appended since the last flush are dropped:
     /// only `flush` promises durability, and a destructor cannot report failure.
-    ~file_log() = default;
+    ~basic_file_log() = default;
 
     /// @brief Buffers a copy of `r` under the next offset (`r.offset` is ignored).
     /// @returns the offset the record got
@@ -92,48 +128,44 @@ public:
     ///         log failed an earlier flush
     offset_t append(const record_view& r) {
         check_usable();
-        const auto size = detail::frame::encoded_size(r);
-        if (!size)
-            throw changelog_error("strata: record too large for file_log in " + dir_.string());
-        const offset_t offset = next_offset_;
-        if (tail_segment_bytes_ > 0 && tail_segment_bytes_ + *size > options_.segment_bytes) {
-            pending_.push_back(pending_chunk{offset, true, std::exchange(spare_, {}), offset});
-            tail_segment_bytes_ = 0;
-        } else if (pending_.empty()) {
-            pending_.push_back(pending_chunk{offset, false, std::exchange(spare_, {}), offset});
-        }
-        detail::frame::encode(pending_.back().bytes, r, offset);
-        pending_.back().end = offset + 1;
-        tail_segment_bytes_ += *size;
+        if (!detail::frame::encoded_size(r))
+            throw changelog_error("strata: record too large for file_log in " + dir_.string() + " (key " +
+                                  std::to_string(r.key.size()) + " bytes, value " +
+                                  std::to_string(r.value ? r.value->size() : 0) + " bytes; a frame holds at most " +
+                                  std::to_string(detail::frame::max_body_size) + ")");
+        detail::frame::encode(pending_, r, next_offset_);
         return next_offset_++;
     }
 
-    /// @brief Writes and fdatasyncs everything appended.
+    /// @brief Writes everything appended, and a commit frame after it, and
+    /// fdatasyncs it.
     /// @returns the durable end: one past the last durable record
-    /// @throws changelog_error on an I/O error; the log then refuses further
+    /// @throws changelog_error on an I/O error. The log then refuses further
     ///         appends and flushes (after a failed fsync nobody knows what is
-    ///         on disk), and reopening it recovers the durable prefix
+    ///         on disk); reopening it shows all of this flush or none of it.
     offset_t flush() {
         check_usable();
+        if (next_offset_ == durable_end_) return durable_end_;
         try {
-            while (!pending_.empty()) {
-                pending_chunk& c = pending_.front();
-                if (c.new_segment) start_segment(c.base);
-                segment& s = segments_.back();
-                detail::write_all<changelog_error>(active_fd_.get(), c.bytes, s.path);
-                detail::sync_data<changelog_error>(active_fd_.get(), s.path);
-                s.size += c.bytes.size();
-                durable_end_ = c.end;
-                // Keep the buffer's memory for the next appends: regrowing it
-                // after every flush costs page faults on every commit.
-                c.bytes.clear();
-                spare_ = std::move(c.bytes);
-                pending_.erase(pending_.begin());
-            }
+            segment& old = segments_.back();
+            if (old.bytes > 0 && old.bytes + pending_.size() + detail::frame::commit_size > options_.segment_bytes)
+                roll();
+            detail::frame::encode_commit(pending_, next_offset_);
+            segment& s = segments_.back();
+            writing_ = true;
+            fs_.append(active_, pending_, s.path);
+            fs_.sync_data(active_, s.path);
+            writing_ = false;
+            s.bytes += pending_.size();
         } catch (...) {
-            broken_ = true;
+            fail_flush();
             throw;
         }
+        durable_end_ = next_offset_;
+        // Keep the buffer's memory for the next appends: regrowing it after
+        // every flush costs page faults on every commit.
+        pending_.clear();
+        write_witness();
         return durable_end_;
     }
 
@@ -150,16 +182,35 @@ public:
     [[nodiscard]] replay_range replay(offset_t from = 0) const;
 
     /// @brief Rewrites the closed segments so that each keeps only records
-    /// whose key has no later durable record anywhere in the log. Offsets are
-    /// kept, so replay afterwards shows gaps. Tombstones are kept too: a
-    /// tombstone must stay until no older value of its key can be replayed,
-    /// and keeping it is the simple choice that is always correct.
+    /// whose key has no later durable record anywhere in the log (and its
+    /// last commit frame). Offsets are kept, so replay afterwards shows gaps.
+    /// Tombstones are kept too: a tombstone must stay until no older value
+    /// of its key can be replayed, and keeping it is the simple choice that
+    /// is always correct.
     ///
     /// Crash safe: a segment is rewritten to a temporary file, fsynced and
-    /// renamed over the original, then the directory is fsynced. Unflushed
+    /// renamed over the original, then the directory is fsynced; a segment
+    /// left empty leaves the manifest before its file is removed. Unflushed
     /// appends neither take part nor supersede anything (they may never be
-    /// durable). Replays already started keep reading the old files.
+    /// durable). A replay already started reads segments it has not reached
+    /// yet as compacted: it skips records that later records supersede,
+    /// and rebuilds the same state.
     compaction_stats compact();
+
+    /// @brief Checks the log in `dir` without changing anything, and reports
+    /// the first damage, if any, and what opening or repairing would cut.
+    /// Run it while no process has the log open.
+    [[nodiscard]] static file_log_check verify(const std::filesystem::path& dir, Fs fs = {}) {
+        return scan(fs, dir).check;
+    }
+
+    /// @brief Cuts the log in `dir` to its last intact flush: truncates the
+    /// damaged segment after that flush's commit frame and removes the
+    /// segments after it, then rewrites the manifest and the witness. An
+    /// intact log is left as it is. What is cut is lost: copy the directory
+    /// first to keep the evidence.
+    /// @throws changelog_error an I/O error, or the log is open elsewhere
+    static file_log_check repair(const std::filesystem::path& dir, Fs fs = {});
 
     [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
     [[nodiscard]] std::size_t segment_count() const noexcept { return segments_.size(); }
@@ -174,21 +225,26 @@ public:
         for (const auto& s : segments_) out.push_back(s.path);
         return out;
     }
-    /// @brief Bytes of torn tail that opening the log cut off (0 after a clean close).
+    /// @brief Bytes of unfinished flushes that opening the log cut off (0
+    /// after a clean close).
     [[nodiscard]] std::uint64_t truncated_bytes() const noexcept { return truncated_bytes_; }
 
 private:
     struct segment {
         offset_t base = 0;
         std::filesystem::path path;
-        std::uint64_t size = 0;  ///< durable, valid bytes
+        std::uint64_t bytes = 0;  ///< bytes of its returned flushes
+        offset_t end = 0;         ///< end offset of its last flush (closed segments)
     };
-    /// Frames bound for one segment, written by the next flush.
-    struct pending_chunk {
-        offset_t base = 0;
-        bool new_segment = false;  ///< the chunk opens a segment named by `base`
-        byte_buffer bytes;
-        offset_t end = 0;  ///< one past its last record
+
+    /// What a walk over the whole log found.
+    struct scan_result {
+        file_log_check check;
+        std::optional<std::vector<detail::manifest_entry>> manifest;
+        std::vector<segment> segments;  ///< as listed; `bytes` up to the last commit
+        std::size_t intact_segments = 0;  ///< segments up to the one holding the intact end
+        std::uint64_t intact_bytes = 0;   ///< bytes of the last of them that are intact
+        std::optional<detail::witness> witness;
     };
 
     static constexpr std::string_view lock_name = "strata.lock";
@@ -200,131 +256,390 @@ private:
                                   " failed an earlier flush; reopen it to recover");
     }
 
-    void open() {
-        std::error_code ec;
-        std::filesystem::create_directories(dir_, ec);
-        if (ec)
-            throw changelog_error("strata: cannot create directory " + dir_.string() + ": " +
-                                  ec.message());
-        lock_fd_ = detail::open_file<changelog_error>(dir_ / lock_name, O_RDWR | O_CREAT);
-        if (::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-            if (errno == EWOULDBLOCK)
-                throw changelog_error("strata: file_log in " + dir_.string() +
-                                      " is already open elsewhere");
-            detail::throw_errno<changelog_error>("flock", dir_ / lock_name, errno);
-        }
-
-        std::filesystem::directory_iterator entries(dir_, ec);
-        for (; !ec && entries != std::filesystem::directory_iterator(); entries.increment(ec)) {
-            const auto& p = entries->path();
-            const std::string name = p.filename().string();
-            if (name.ends_with(temp_suffix)) {
-                std::filesystem::remove(p, ec);  // left by an interrupted compaction
-            } else if (const auto base = detail::parse_segment_file_name(name)) {
-                segments_.push_back(segment{*base, p, 0});
-            }
-        }
-        if (ec)
-            throw changelog_error("strata: cannot list " + dir_.string() + ": " + ec.message());
-        std::sort(segments_.begin(), segments_.end(),
-                  [](const segment& a, const segment& b) { return a.base < b.base; });
-
-        if (segments_.empty()) {
-            start_segment(0);
-            return;
-        }
-
-        std::optional<offset_t> last;
-        for (std::size_t i = 0; i < segments_.size(); ++i)
-            last = scan_segment(segments_[i], i + 1 == segments_.size(), last);
-
-        segment& active = segments_.back();
-        active_fd_ = detail::open_file<changelog_error>(active.path, O_WRONLY | O_APPEND);
-        next_offset_ = durable_end_ = std::max(last ? *last + 1 : 0, active.base);
-        tail_segment_bytes_ = active.size;
+    static std::string repair_hint(const std::filesystem::path& dir, const file_log_check& c) {
+        return ". Nothing was changed; `strata-log repair " + dir.string() +
+               "` cuts the log to its last intact flush (end offset " + std::to_string(c.intact_end) +
+               "), losing what follows";
     }
 
-    /// Checks every frame of one segment; cuts a torn tail off the last one.
-    /// @returns the offset of the last record seen so far in the log
-    std::optional<offset_t> scan_segment(segment& s, bool is_last, std::optional<offset_t> last) {
-        if (last && s.base <= *last)
-            throw corruption_error(s.path.string(), 0,
-                                   "segment starts at or below an offset an earlier segment holds");
-        const detail::unique_fd fd = detail::open_file<changelog_error>(s.path, O_RDONLY);
-        const std::uint64_t size = detail::file_size<changelog_error>(fd.get(), s.path);
-        detail::segment_reader reader(fd.get(), s.path, size);
+    void open();
+    static scan_result scan(const Fs& fs, const std::filesystem::path& dir);
+    /// Walks the first `count` segments; `active` is the index of the active one.
+    static void scan_segments(const Fs& fs, scan_result& r, std::size_t count, std::size_t active);
+
+    /// After a failed flush: nothing of it may count, in this process or
+    /// after a restart, so cut what it wrote if possible (a later open cuts
+    /// it anyway, lacking its commit frame), and refuse further use.
+    void fail_flush() noexcept {
+        broken_ = true;
+        if (!writing_) return;
+        try {
+            const segment& s = segments_.back();
+            const auto f = fs_.open_write(s.path);
+            fs_.truncate(f, s.bytes, s.path);
+            fs_.sync_data(f, s.path);
+        } catch (...) {
+        }
+    }
+
+    /// Starts a new segment at the durable end: the file first, then the
+    /// manifest naming it and where the closed one ends.
+    void roll() {
+        const offset_t base = durable_end_;
+        const auto path = dir_ / detail::segment_file_name(base);
+        auto f = fs_.create_new(path);
+        fs_.sync_directory(dir_);
+        segments_.back().end = base;
+        segments_.push_back(segment{base, path, 0, 0});
+        try {
+            detail::write_manifest(fs_, dir_, manifest_entries());
+        } catch (...) {
+            segments_.pop_back();
+            throw;
+        }
+        active_ = std::move(f);
+    }
+
+    [[nodiscard]] std::vector<detail::manifest_entry> manifest_entries() const {
+        std::vector<detail::manifest_entry> out;
+        for (std::size_t i = 0; i < segments_.size(); ++i)
+            out.push_back({segments_[i].base, i + 1 < segments_.size() ? segments_[i].end : 0});
+        return out;
+    }
+
+    /// Records how far the active segment is flushed. No sync: the witness
+    /// only ever trails the data, and a lost write leaves an older, still
+    /// true statement. A failure to write it loses no data, so it is ignored.
+    void write_witness(bool sync = false) noexcept {
+        try {
+            const segment& s = segments_.back();
+            const detail::witness w{++witness_sequence_, s.base, s.bytes, durable_end_};
+            const auto path = dir_ / detail::witness_name;
+            fs_.write_at(witness_, detail::encode_witness(w), (w.sequence % 2) * detail::witness_slot_stride, path);
+            if (sync) fs_.sync_data(witness_, path);
+        } catch (...) {
+        }
+    }
+
+    Fs fs_;
+    std::filesystem::path dir_;
+    file_log_options options_;
+    typename Fs::file lock_;
+    typename Fs::file active_;
+    typename Fs::file witness_;
+    std::vector<segment> segments_;
+    byte_buffer pending_;  ///< frames appended since the last flush
+    offset_t next_offset_ = 0;
+    offset_t durable_end_ = 0;
+    std::uint64_t truncated_bytes_ = 0;
+    std::uint64_t witness_sequence_ = 0;
+    bool writing_ = false;
+    bool broken_ = false;
+};
+
+/// @brief The file log on POSIX files.
+using file_log = basic_file_log<posix_file_system>;
+
+template <file_system Fs>
+typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, const std::filesystem::path& dir) {
+    scan_result r;
+    file_log_check& c = r.check;
+    auto damage = [&](const std::filesystem::path& file, std::uint64_t at, std::string what) {
+        c.intact = false;
+        c.damaged_file = file;
+        c.damaged_byte = at;
+        c.problem = std::move(what);
+    };
+
+    std::map<offset_t, std::filesystem::path> files;
+    if (fs.exists(dir))
+        for (const auto& name : fs.list(dir))
+            if (const auto base = detail::parse_segment_file_name(name)) files.emplace(*base, dir / name);
+
+    const auto manifest_path = dir / detail::manifest_name;
+    if (const auto bytes = detail::read_small_file(fs, manifest_path)) {
+        const char* problem = "";
+        r.manifest = detail::decode_manifest(*bytes, problem);
+        if (!r.manifest) {
+            damage(manifest_path, 0, problem);
+            return r;
+        }
+    } else if (!files.empty()) {
+        damage(manifest_path, 0,
+               "the manifest is missing, but the directory holds segments (or it was written by an older "
+               "strata, whose logs had no manifest)");
+        return r;
+    } else {
+        return r;  // a new log
+    }
+    if (const auto w = detail::read_small_file(fs, dir / detail::witness_name)) r.witness = detail::decode_witness(*w);
+
+    // Segments the manifest lists; the first one missing ends the intact log.
+    std::optional<std::size_t> missing;
+    for (const auto& e : *r.manifest) {
+        const auto path = dir / detail::segment_file_name(e.base);
+        if (const auto it = files.find(e.base); it != files.end())
+            files.erase(it);
+        else if (!missing)
+            missing = r.segments.size();
+        r.segments.push_back(segment{e.base, path, 0, e.end});
+    }
+    const std::size_t active = r.segments.size() - 1;
+    scan_segments(fs, r, missing.value_or(r.segments.size()), active);
+    // Then, in the order a reader meets them: a missing segment; a file the
+    // manifest does not list (left by a roll, empty, or by a compaction, a
+    // closed segment whose records are all superseded; a newer file holding
+    // data comes from neither); a witness of a segment the log never rolled to.
+    if (c.intact && missing) {
+        const segment& gone = r.segments[*missing];
+        damage(gone.path, 0, "segment listed in the manifest is missing (offsets from " + std::to_string(gone.base) + " on)");
+    }
+    for (const auto& [base, path] : files) {
+        c.stray_files.push_back(path);
+        if (base > r.segments[active].base && c.intact) {
+            const auto f = fs.open_read(path);
+            if (fs.size(f, path) > 0) damage(path, 0, "segment file holds data but the manifest does not list it");
+        }
+    }
+    if (c.intact && r.witness && r.witness->base > r.segments[active].base)
+        damage(dir / detail::witness_name, 0,
+               "the witness speaks of segment " + std::to_string(r.witness->base) +
+                   ", newer than the active segment the manifest lists");
+    return r;
+}
+
+template <file_system Fs>
+void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t count, std::size_t active) {
+    file_log_check& c = r.check;
+    auto damage = [&](const std::filesystem::path& file, std::uint64_t at, std::string what) {
+        c.intact = false;
+        c.damaged_file = file;
+        c.damaged_byte = at;
+        c.problem = std::move(what);
+    };
+    std::optional<offset_t> last;  // offset of the last record seen
+    c.intact_end = r.segments.empty() ? 0 : r.segments.front().base;
+    for (std::size_t i = 0; i < count; ++i) {
+        segment& s = r.segments[i];
+        const bool is_active = i == active;
+        r.intact_segments = i + 1;
+        r.intact_bytes = 0;
+        if (s.base < c.intact_end) {
+            damage(s.path, 0, "segment starts at offset " + std::to_string(s.base) +
+                                  ", below the end of the segment before it (" + std::to_string(c.intact_end) + ")");
+            return;
+        }
+        c.intact_end = s.base;
+        const std::uint64_t witnessed =
+            is_active && r.witness && r.witness->base == s.base ? r.witness->bytes : 0;
+
+        const auto f = fs.open_read(s.path);
+        const std::uint64_t size = fs.size(f, s.path);
+        detail::segment_reader<Fs> reader(fs, f, s.path, size);
+        std::uint64_t unconfirmed = 0;  // records after the last commit frame
         for (;;) {
             const detail::segment_item it = reader.next();
             using kind = detail::segment_item::kind;
             if (it.what == kind::end) break;
             if (it.what == kind::record) {
-                if (it.rec.offset < s.base || (last && it.rec.offset <= *last))
-                    throw corruption_error(s.path.string(), it.pos,
-                                           "record offset " + std::to_string(it.rec.offset) +
-                                               " is out of order");
+                if (it.rec.offset < s.base || (last && it.rec.offset <= *last)) {
+                    damage(s.path, it.pos, "record offset " + std::to_string(it.rec.offset) + " is out of order");
+                    return;
+                }
                 last = it.rec.offset;
+                ++unconfirmed;
                 continue;
             }
-            if (!is_last)
-                throw corruption_error(s.path.string(), it.pos, it.problem);
-            if (!it.runs_past_end && detail::valid_frame_in(fd.get(), s.path, it.resume, size))
-                throw corruption_error(s.path.string(), it.pos,
-                                       std::string(it.problem) + ", and valid frames follow it");
-            cut_tail(s, it.pos, size);
-            return last;
+            if (it.what == kind::commit) {
+                if (it.rec.offset < c.intact_end || (last && it.rec.offset <= *last)) {
+                    damage(s.path, it.pos, "commit frame ends at offset " + std::to_string(it.rec.offset) +
+                                               ", below a record it covers");
+                    return;
+                }
+                c.intact_end = it.rec.offset;
+                c.records += std::exchange(unconfirmed, 0);
+                r.intact_bytes = it.pos + it.raw.size();
+                continue;
+            }
+            // A damaged frame: in a closed segment, or in bytes a returned
+            // flush wrote, or with a later flush's commit frame after it, it
+            // is damage; else it is the torn end of a flush that never returned.
+            if (!is_active) {
+                damage(s.path, it.pos, it.problem);
+                return;
+            }
+            if (it.pos < witnessed) {
+                damage(s.path, it.pos, std::string(it.problem) + ", in bytes that returned flushes wrote (" +
+                                           std::to_string(witnessed) + " bytes of this segment were flushed)");
+                return;
+            }
+            if (!it.runs_past_end)
+                if (const auto q = detail::valid_frame_in(fs, f, s.path, it.resume, size, true)) {
+                    damage(s.path, it.pos, std::string(it.problem) + ", and the commit frame of a later flush follows it at byte " +
+                                               std::to_string(*q));
+                    return;
+                }
+            break;
         }
-        s.size = size;
-        return last;
+        s.bytes = r.intact_bytes;
+        if (!is_active) {
+            if (s.bytes != size) {
+                damage(s.path, s.bytes, std::to_string(size - s.bytes) +
+                                            " bytes follow the last commit frame of a closed segment");
+                return;
+            }
+            if (c.intact_end != s.end) {
+                damage(s.path, size, "the segment's flushes end at offset " + std::to_string(c.intact_end) +
+                                         ", but the manifest says " + std::to_string(s.end) + ": offsets " +
+                                         std::to_string(c.intact_end) + " to " + std::to_string(s.end - 1) + " are missing");
+                return;
+            }
+        } else {
+            c.unfinished_bytes = size - s.bytes;
+            if (s.bytes < witnessed) {
+                damage(s.path, s.bytes, "the segment holds flushes up to byte " + std::to_string(s.bytes) + " (offset " +
+                                            std::to_string(c.intact_end) + "), but flushes up to byte " +
+                                            std::to_string(witnessed) + " (offset " + std::to_string(r.witness->end) +
+                                            ") returned: the rest is missing");
+                return;
+            }
+        }
     }
+}
 
-    void cut_tail(segment& s, std::uint64_t at, std::uint64_t size) {
-        const detail::unique_fd fd = detail::open_file<changelog_error>(s.path, O_WRONLY);
-        detail::truncate_file<changelog_error>(fd.get(), at, s.path);
-        detail::sync_file<changelog_error>(fd.get(), s.path);
-        s.size = at;
-        truncated_bytes_ = size - at;
+template <file_system Fs>
+void basic_file_log<Fs>::open() {
+    fs_.create_directories(dir_);
+    lock_ = fs_.lock(dir_ / lock_name);
+    for (const auto& name : fs_.list(dir_))
+        if (name.ends_with(temp_suffix) || name == detail::manifest_temp_name)
+            fs_.remove(dir_ / name);  // left by an interrupted compaction or manifest write
+
+    scan_result r = scan(fs_, dir_);
+    const file_log_check& c = r.check;
+    if (!c.intact)
+        throw corruption_error(c.damaged_file.string(), c.damaged_byte, c.problem + repair_hint(dir_, c));
+
+    const auto witness_path = dir_ / detail::witness_name;
+    if (!r.manifest) {
+        // A new log: its first segment, then the manifest naming it.
+        active_ = fs_.create_new(dir_ / detail::segment_file_name(0));
+        segments_.push_back(segment{0, dir_ / detail::segment_file_name(0), 0, 0});
+        witness_ = fs_.create_truncated(witness_path);
+        fs_.sync_directory(dir_);
+        detail::write_manifest(fs_, dir_, manifest_entries());
+        write_witness(true);
+        return;
     }
-
-    /// Creates the segment file for `base`, durably, and makes it active.
-    void start_segment(offset_t base) {
-        const auto path = dir_ / detail::segment_file_name(base);
-        detail::unique_fd fd = detail::open_file<changelog_error>(
-            path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND);
-        detail::sync_directory<changelog_error>(dir_);
-        segments_.push_back(segment{base, path, 0});
-        active_fd_ = std::move(fd);
+    for (const auto& stray : c.stray_files) fs_.remove(stray);
+    if (!c.stray_files.empty()) fs_.sync_directory(dir_);
+    segments_ = std::move(r.segments);
+    segment& s = segments_.back();
+    if (c.unfinished_bytes > 0) {
+        const auto f = fs_.open_write(s.path);
+        fs_.truncate(f, s.bytes, s.path);
+        fs_.sync_data(f, s.path);
+        truncated_bytes_ = c.unfinished_bytes;
     }
+    next_offset_ = durable_end_ = c.intact_end;
+    active_ = fs_.open_append(s.path);
+    if (fs_.exists(witness_path)) {
+        witness_ = fs_.open_write(witness_path);
+    } else {
+        witness_ = fs_.create_truncated(witness_path);
+        fs_.sync_directory(dir_);
+    }
+    witness_sequence_ = r.witness ? r.witness->sequence : 0;
+    write_witness(true);
+}
 
-    std::filesystem::path dir_;
-    file_log_options options_;
-    detail::unique_fd lock_fd_;
-    detail::unique_fd active_fd_;
-    std::vector<segment> segments_;
-    std::vector<pending_chunk> pending_;
-    byte_buffer spare_;  ///< an emptied chunk buffer, reused by the next chunk
-    std::uint64_t tail_segment_bytes_ = 0;  ///< size the segment of the last pending chunk will have
-    offset_t next_offset_ = 0;
-    offset_t durable_end_ = 0;
-    std::uint64_t truncated_bytes_ = 0;
-    bool broken_ = false;
-};
+template <file_system Fs>
+file_log_check basic_file_log<Fs>::repair(const std::filesystem::path& dir, Fs fs) {
+    const auto lock = fs.lock(dir / lock_name);
+    scan_result r = scan(fs, dir);
+    if (!r.manifest) {
+        // Rebuild a lost manifest from the segment files: each closed one
+        // ends where its last commit frame says.
+        std::vector<detail::manifest_entry> entries;
+        for (const auto& name : fs.list(dir))
+            if (const auto base = detail::parse_segment_file_name(name)) entries.push_back({*base, 0});
+        if (entries.empty()) return r.check;
+        std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.base < b.base; });
+        for (std::size_t i = 0; i + 1 < entries.size(); ++i) {
+            const auto path = dir / detail::segment_file_name(entries[i].base);
+            const auto f = fs.open_read(path);
+            detail::segment_reader<Fs> reader(fs, f, path, fs.size(f, path));
+            entries[i].end = entries[i].base;
+            for (auto it = reader.next(); it.what == detail::segment_item::kind::record ||
+                                          it.what == detail::segment_item::kind::commit;
+                 it = reader.next())
+                if (it.what == detail::segment_item::kind::commit) entries[i].end = it.rec.offset;
+        }
+        detail::write_manifest(fs, dir, entries);
+        r = scan(fs, dir);
+    }
+    file_log_check out = r.check;
+    std::vector<detail::manifest_entry> kept;
+    for (std::size_t i = 0; i < r.intact_segments; ++i) kept.push_back({r.segments[i].base, r.segments[i].end});
+    if (kept.empty()) kept.push_back({out.intact_end, 0});
+    kept.back().end = 0;  // the last one kept is the active segment now
+    const auto active_path = dir / detail::segment_file_name(kept.back().base);
+    const std::uint64_t active_bytes = r.intact_segments > 0 ? r.intact_bytes : 0;
+
+    if (out.intact && out.unfinished_bytes == 0 && out.stray_files.empty()) return out;
+    if (!fs.exists(active_path)) (void)fs.create_new(active_path);
+    {
+        const auto f = fs.open_write(active_path);
+        const auto f_read = fs.open_read(active_path);
+        const std::uint64_t size = fs.size(f_read, active_path);
+        if (size > active_bytes) {
+            fs.truncate(f, active_bytes, active_path);
+            fs.sync_data(f, active_path);
+            out.bytes_cut += size - active_bytes;
+        }
+    }
+    fs.sync_directory(dir);
+    detail::write_manifest(fs, dir, kept);
+    std::vector<std::filesystem::path> remove = out.stray_files;
+    for (std::size_t i = r.intact_segments; i < r.segments.size(); ++i) remove.push_back(r.segments[i].path);
+    for (const auto& p : remove) {
+        if (p == active_path || !fs.exists(p)) continue;
+        {
+            const auto f = fs.open_read(p);
+            out.bytes_cut += fs.size(f, p);
+        }
+        fs.remove(p);
+        ++out.segments_removed;
+    }
+    fs.sync_directory(dir);
+    // A witness of the cut log: what it holds now was flushed.
+    const auto witness_path = dir / detail::witness_name;
+    const auto wf = fs.create_truncated(witness_path);
+    const detail::witness w{(r.witness ? r.witness->sequence : 0) + 1, kept.back().base, active_bytes, out.intact_end};
+    fs.write_at(wf, detail::encode_witness(w), (w.sequence % 2) * detail::witness_slot_stride, witness_path);
+    fs.sync_data(wf, witness_path);
+    fs.sync_directory(dir);
+    return out;
+}
 
 /// @brief The range `file_log::replay` returns: an input view whose elements
 /// are `record_view`s. Copies share one read position.
-class file_log::replay_range : public std::ranges::view_interface<replay_range> {
+template <file_system Fs>
+class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<replay_range> {
     struct source {
         std::filesystem::path path;
-        detail::unique_fd fd;
-        std::uint64_t limit = 0;
+        std::uint64_t limit = 0;  ///< bytes of returned flushes when replay began
     };
 
     struct state {
+        Fs fs;
         std::vector<source> sources;
         byte_buffer pending;  ///< unflushed frames, copied when replay began
         offset_t from = 0;
 
         std::size_t index = 0;
-        std::optional<detail::segment_reader> reader;
+        std::optional<typename Fs::file> file;
+        std::optional<detail::segment_reader<Fs>> reader;
         std::size_t pending_pos = 0;
         std::optional<offset_t> last;
         record_view current;
@@ -333,6 +648,7 @@ class file_log::replay_range : public std::ranges::view_interface<replay_range> 
         void restart() {
             index = 0;
             reader.reset();
+            file.reset();
             pending_pos = 0;
             last.reset();
             done = false;
@@ -346,22 +662,21 @@ class file_log::replay_range : public std::ranges::view_interface<replay_range> 
                     using kind = detail::segment_item::kind;
                     if (it.what == kind::end) {
                         reader.reset();
+                        file.reset();
                         ++index;
                         continue;
                     }
-                    if (it.what == kind::bad)
-                        throw corruption_error(reader->path().string(), it.pos, it.problem);
+                    if (it.what == kind::bad) throw corruption_error(reader->path().string(), it.pos, it.problem);
+                    if (it.what == kind::commit) continue;
                     if (last && it.rec.offset <= *last)
-                        throw corruption_error(reader->path().string(), it.pos,
-                                               "record offset out of order");
+                        throw corruption_error(reader->path().string(), it.pos, "record offset out of order");
                     last = it.rec.offset;
                     if (it.rec.offset < from) continue;
                     current = it.rec;
                     return;
                 }
                 if (index < sources.size()) {
-                    const source& s = sources[index];
-                    reader.emplace(s.fd.get(), s.path, s.limit);
+                    open_source(sources[index]);
                     continue;
                 }
                 if (pending_pos >= pending.size()) {
@@ -371,6 +686,21 @@ class file_log::replay_range : public std::ranges::view_interface<replay_range> 
                 current = next_pending();
                 if (current.offset >= from) return;
             }
+        }
+
+        /// Opens one segment at a time, so a log of any number of segments
+        /// replays within the limit on open files. A closed segment that a
+        /// compaction rewrote since replay began is read whole (it holds a
+        /// subset of the same records); one it removed is skipped (a later
+        /// record supersedes each of its records).
+        void open_source(const source& s) {
+            if (!fs.exists(s.path)) {
+                ++index;
+                return;
+            }
+            file.emplace(fs.open_read(s.path));
+            const std::uint64_t size = fs.size(*file, s.path);
+            reader.emplace(fs, *file, s.path, std::min(size, s.limit));
         }
 
         /// The buffer holds frames this process encoded itself; a bad one is a bug.
@@ -383,7 +713,7 @@ class file_log::replay_range : public std::ranges::view_interface<replay_range> 
                 *info, bytes_view(p + detail::frame::prefix_size, info->body_len), problem);
             if (!rec) throw usage_error(std::string("strata: file_log buffer damaged: ") + problem);
             pending_pos += info->frame_size();
-            return *rec;
+            return rec->rec;
         }
     };
 
@@ -423,105 +753,112 @@ public:
     [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
 
 private:
-    friend class file_log;
+    friend class basic_file_log;
     std::shared_ptr<state> state_;
 };
 
-inline file_log::replay_range file_log::replay(offset_t from) const {
+template <file_system Fs>
+typename basic_file_log<Fs>::replay_range basic_file_log<Fs>::replay(offset_t from) const {
     replay_range out;
-    out.state_ = std::make_shared<replay_range::state>();
+    out.state_ = std::make_shared<typename replay_range::state>();
     auto& st = *out.state_;
+    st.fs = fs_;
     st.from = from;
     if (from < durable_end_) {
         // Skip whole segments that end before `from`: segment i holds only
         // offsets below the base of segment i + 1.
         std::size_t first = 0;
         while (first + 1 < segments_.size() && segments_[first + 1].base <= from) ++first;
-        for (std::size_t i = first; i < segments_.size(); ++i) {
-            const segment& s = segments_[i];
-            if (s.size == 0) continue;
-            st.sources.push_back(replay_range::source{
-                s.path, detail::open_file<changelog_error>(s.path, O_RDONLY), s.size});
-        }
+        for (std::size_t i = first; i < segments_.size(); ++i)
+            if (segments_[i].bytes > 0) st.sources.push_back({segments_[i].path, segments_[i].bytes});
     }
-    for (const auto& c : pending_) append_bytes(st.pending, c.bytes);
+    st.pending = pending_;
     return out;
 }
 
-inline compaction_stats file_log::compact() {
+template <file_system Fs>
+compaction_stats basic_file_log<Fs>::compact() {
     check_usable();
     compaction_stats stats;
     if (segments_.size() < 2) return stats;
 
-    auto for_each_record = [](const segment& s, auto&& fn) {
-        const detail::unique_fd fd = detail::open_file<changelog_error>(s.path, O_RDONLY);
-        detail::segment_reader reader(fd.get(), s.path, s.size);
+    // Calls fn(item) for each record and commit frame of a segment.
+    auto for_each_frame = [this](const segment& s, auto&& fn) {
+        const auto f = fs_.open_read(s.path);
+        detail::segment_reader<Fs> reader(fs_, f, s.path, s.bytes);
         for (;;) {
             const detail::segment_item it = reader.next();
             if (it.what == detail::segment_item::kind::end) return;
-            if (it.what == detail::segment_item::kind::bad)
-                throw corruption_error(s.path.string(), it.pos, it.problem);
+            if (it.what == detail::segment_item::kind::bad) throw corruption_error(s.path.string(), it.pos, it.problem);
             fn(it);
         }
     };
+    using kind = detail::segment_item::kind;
 
     std::unordered_map<std::string, offset_t> latest;
     for (const segment& s : segments_)
-        for_each_record(s, [&](const detail::segment_item& it) {
-            latest[std::string(as_chars(it.rec.key))] = it.rec.offset;
+        for_each_frame(s, [&](const detail::segment_item& it) {
+            if (it.what == kind::record) latest[std::string(as_chars(it.rec.key))] = it.rec.offset;
         });
-    auto is_latest = [&](const record_view& r) {
-        return latest.find(std::string(as_chars(r.key)))->second == r.offset;
+    auto keeps = [&](const detail::segment_item& it) {
+        return it.what == kind::record && latest.find(std::string(as_chars(it.rec.key)))->second == it.rec.offset;
     };
 
-    // Segments leave `segments_` only once their file is gone, and a size
-    // changes only once the rename is done, so an exception at any point
-    // leaves the log describing what is on disk.
+    // Segments leave `segments_` only once the manifest no longer lists
+    // them, and a size changes only once the rename is done, so an exception
+    // at any point leaves the log describing what is on disk.
     for (std::size_t i = 0; i + 1 < segments_.size();) {
         segment& s = segments_[i];
         std::uint64_t keep = 0, drop = 0;
-        for_each_record(s, [&](const detail::segment_item& it) {
-            ++(is_latest(it.rec) ? keep : drop);
+        for_each_frame(s, [&](const detail::segment_item& it) {
+            if (it.what == kind::record) ++(keeps(it) ? keep : drop);
         });
         if (drop == 0) {
             ++i;
             continue;
         }
         stats.records_dropped += drop;
-        stats.bytes_before += s.size;
+        stats.bytes_before += s.bytes;
         if (keep == 0) {
-            std::error_code ec;
-            if (!std::filesystem::remove(s.path, ec) || ec)
-                throw changelog_error("strata: cannot remove " + s.path.string() + ": " +
-                                      ec.message());
-            detail::sync_directory<changelog_error>(dir_);
-            ++stats.segments_removed;
+            // Out of the manifest first: a crash before the file is gone
+            // leaves a file the next open recognizes as a leftover.
+            std::vector<detail::manifest_entry> entries = manifest_entries();
+            entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+            detail::write_manifest(fs_, dir_, entries);
+            const auto path = s.path;
             segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(i));
+            fs_.remove(path);
+            fs_.sync_directory(dir_);
+            ++stats.segments_removed;
             continue;
         }
         auto temp = s.path;
         temp += temp_suffix;
         std::uint64_t written = 0;
         {
-            const detail::unique_fd out = detail::open_file<changelog_error>(
-                temp, O_WRONLY | O_CREAT | O_TRUNC);
+            const auto out = fs_.create_truncated(temp);
             byte_buffer buf;
             auto drain = [&] {
-                detail::write_all<changelog_error>(out.get(), buf, temp);
+                fs_.append(out, buf, temp);
                 written += buf.size();
                 buf.clear();
             };
-            for_each_record(s, [&](const detail::segment_item& it) {
-                if (!is_latest(it.rec)) return;
+            // The records kept, then the segment's last commit frame, which
+            // says where its flushes end.
+            byte_buffer last_commit;
+            for_each_frame(s, [&](const detail::segment_item& it) {
+                if (it.what == kind::commit) last_commit.assign(it.raw.begin(), it.raw.end());
+                if (!keeps(it)) return;
                 append_bytes(buf, it.raw);
                 if (buf.size() >= (std::size_t{1} << 20)) drain();
             });
+            append_bytes(buf, last_commit);
             drain();
-            detail::sync_file<changelog_error>(out.get(), temp);
+            fs_.sync_data(out, temp);
         }
-        detail::rename_file<changelog_error>(temp, s.path);
-        detail::sync_directory<changelog_error>(dir_);
-        s.size = written;
+        fs_.rename(temp, s.path);
+        fs_.sync_directory(dir_);
+        s.bytes = written;
         stats.bytes_after += written;
         ++stats.segments_rewritten;
         ++i;

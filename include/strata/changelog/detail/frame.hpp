@@ -4,15 +4,21 @@
 ///
 /// All integers little-endian:
 ///
-///     [0, 4)    magic "SLG1" (the last byte is the format version)
+///     [0, 4)    magic "SLG2" (the last byte is the format version)
 ///     [4, 8)    body length n (u32)
 ///     [8, 12)   CRC32C of the body
 ///     [12, 16)  CRC32C of bytes [0, 12)
 ///     [16, 16+n) body:
 ///                 offset     u64   the record's offset (compaction leaves gaps)
-///                 flags      u8    bit 0: tombstone; other bits must be 0
+///                 flags      u8    bit 0: tombstone; bit 1: commit; others 0
 ///                 key length u32
 ///                 key bytes, then value bytes (the rest of the body)
+///
+/// A commit frame (flag bit 1, no key, no value) ends every flush; its
+/// offset field is the flush's end, one past its last record. A record is
+/// only part of the log once a commit frame follows it: frames after the
+/// last commit belong to a flush that never returned, and opening the log
+/// cuts them, so a restore sees all of a flush or none of it.
 ///
 /// The prefix has its own checksum so that a length can be trusted before
 /// the body is read: a frame whose intact prefix promises more bytes than
@@ -31,10 +37,13 @@
 namespace strata::detail::frame {
 
 inline constexpr std::array<std::byte, 4> magic{std::byte{'S'}, std::byte{'L'}, std::byte{'G'},
-                                                std::byte{'1'}};
+                                                std::byte{'2'}};
 inline constexpr std::size_t prefix_size = 16;
 inline constexpr std::size_t body_header_size = 13;
 inline constexpr std::uint8_t tombstone_flag = 1;
+inline constexpr std::uint8_t commit_flag = 2;
+/// Bytes of a commit frame.
+inline constexpr std::size_t commit_size = prefix_size + body_header_size;
 /// Largest body a frame may carry; keeps every size inside u32 and sane.
 inline constexpr std::size_t max_body_size = std::size_t{1} << 31;
 
@@ -46,24 +55,35 @@ inline constexpr std::size_t max_body_size = std::size_t{1} << 31;
     return prefix_size + body_header_size + r.key.size() + value;
 }
 
-/// @pre encoded_size(r) has a value.
-inline void encode(byte_buffer& out, const record_view& r, offset_t offset) {
+inline void encode_frame(byte_buffer& out, std::uint8_t flags, offset_t offset, bytes_view key,
+                         const bytes_view* value) {
     const std::size_t start = out.size();
-    const std::size_t value = r.value ? r.value->size() : 0;
-    const auto body_len = static_cast<std::uint32_t>(body_header_size + r.key.size() + value);
+    const std::size_t value_len = value ? value->size() : 0;
+    const auto body_len = static_cast<std::uint32_t>(body_header_size + key.size() + value_len);
     out.insert(out.end(), magic.begin(), magic.end());
     put_le<std::uint32_t>(out, body_len);
     put_le<std::uint32_t>(out, 0);  // body CRC, filled in below
     put_le<std::uint32_t>(out, 0);  // prefix CRC
     put_le<std::uint64_t>(out, offset);
-    out.push_back(std::byte{r.value ? std::uint8_t{0} : tombstone_flag});
-    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(r.key.size()));
-    append_bytes(out, r.key);
-    if (r.value) append_bytes(out, *r.value);
+    out.push_back(std::byte{flags});
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(key.size()));
+    append_bytes(out, key);
+    if (value) append_bytes(out, *value);
 
     std::byte* f = out.data() + start;
     store_le<std::uint32_t>(f + 8, crc32c(bytes_view(f + prefix_size, body_len)));
     store_le<std::uint32_t>(f + 12, crc32c(bytes_view(f, 12)));
+}
+
+/// @pre encoded_size(r) has a value.
+inline void encode(byte_buffer& out, const record_view& r, offset_t offset) {
+    encode_frame(out, r.value ? std::uint8_t{0} : tombstone_flag, offset, r.key,
+                          r.value ? &*r.value : nullptr);
+}
+
+/// @brief Appends the commit frame of a flush that ends at `end`.
+inline void encode_commit(byte_buffer& out, offset_t end) {
+    encode_frame(out, commit_flag, end, {}, nullptr);
 }
 
 /// @brief What the prefix says, once its checksum holds.
@@ -80,7 +100,9 @@ struct prefix_info {
                                                              const char*& problem) noexcept {
     for (std::size_t i = 0; i < magic.size(); ++i)
         if (p[i] != magic[i]) {
-            problem = "bad frame magic";
+            problem = i == 3 && p[3] == std::byte{'1'}
+                          ? "frame of format version 1 (written by an older strata, which had no commit frames)"
+                          : "bad frame magic";
             return std::nullopt;
         }
     if (load_le<std::uint32_t>(p + 12) != crc32c(bytes_view(p, 12))) {
@@ -95,12 +117,18 @@ struct prefix_info {
     return info;
 }
 
+/// @brief A checked frame: a record, or the commit frame of a flush
+/// (whose `rec.offset` is the flush's end).
+struct decoded {
+    record_view rec;
+    bool commit = false;
+};
+
 /// @brief Checks a body against its prefix and views the record inside it.
 /// @param body exactly `info.body_len` bytes
-/// @returns the record (viewing `body`), or nullopt with `problem` set
-[[nodiscard]] inline std::optional<record_view> decode_body(const prefix_info& info,
-                                                            bytes_view body,
-                                                            const char*& problem) noexcept {
+/// @returns the frame (viewing `body`), or nullopt with `problem` set
+[[nodiscard]] inline std::optional<decoded> decode_body(const prefix_info& info, bytes_view body,
+                                                        const char*& problem) noexcept {
     if (crc32c(body) != info.body_crc) {
         problem = "frame checksum mismatch";
         return std::nullopt;
@@ -111,9 +139,16 @@ struct prefix_info {
     const auto flags = static_cast<std::uint8_t>(b[8]);
     const std::size_t key_len = load_le<std::uint32_t>(b + 9);
     const std::size_t rest = body.size() - body_header_size;
-    if ((flags & ~tombstone_flag) != 0) {
+    if ((flags & ~(tombstone_flag | commit_flag)) != 0 || flags == (tombstone_flag | commit_flag)) {
         problem = "unknown frame flags";
         return std::nullopt;
+    }
+    if ((flags & commit_flag) != 0) {
+        if (key_len != 0 || rest != 0) {
+            problem = "commit frame carries a key or value";
+            return std::nullopt;
+        }
+        return decoded{r, true};
     }
     if (key_len > rest) {
         problem = "key length runs past the frame";
@@ -128,16 +163,17 @@ struct prefix_info {
     } else {
         r.value = body.subspan(body_header_size + key_len);
     }
-    return r;
+    return decoded{r, false};
 }
 
-/// @brief Whether a whole valid frame starts at `p` and ends within `avail` bytes.
-[[nodiscard]] inline bool valid_frame_at(const std::byte* p, std::size_t avail) noexcept {
-    if (avail < prefix_size) return false;
+/// @brief The whole valid frame that starts at `p` and ends within `avail`
+/// bytes, if there is one.
+[[nodiscard]] inline std::optional<decoded> valid_frame_at(const std::byte* p, std::size_t avail) noexcept {
+    if (avail < prefix_size) return std::nullopt;
     const char* problem = nullptr;
     const auto info = check_prefix(p, problem);
-    if (!info || info->frame_size() > avail) return false;
-    return decode_body(*info, bytes_view(p + prefix_size, info->body_len), problem).has_value();
+    if (!info || info->frame_size() > avail) return std::nullopt;
+    return decode_body(*info, bytes_view(p + prefix_size, info->body_len), problem);
 }
 
 }  // namespace strata::detail::frame

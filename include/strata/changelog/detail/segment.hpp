@@ -5,7 +5,7 @@
 /// before it trusts it.
 
 #include <strata/changelog/detail/frame.hpp>
-#include <strata/changelog/detail/posix_file.hpp>
+#include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
 
@@ -48,9 +48,10 @@ inline constexpr std::size_t segment_digits = 20;  // enough for any u64
 
 /// @brief One step of a segment walk.
 struct segment_item {
-    enum class kind { record, end, bad };
+    /// A commit frame ends each flush; its `rec.offset` is the flush's end.
+    enum class kind { record, commit, end, bad };
     kind what = kind::end;
-    record_view rec;           ///< kind::record; valid until the next step
+    record_view rec;           ///< kind::record, kind::commit; valid until the next step
     bytes_view raw;            ///< kind::record: the whole frame as stored
     std::uint64_t pos = 0;     ///< where the frame starts (record, bad)
     const char* problem = "";  ///< kind::bad: what is wrong
@@ -63,12 +64,13 @@ struct segment_item {
 };
 
 /// @brief Reads the frames of one segment file in [start, limit), through a
-/// buffer refilled with pread. Borrows the descriptor.
+/// buffer refilled with positioned reads. Borrows the file.
+template <file_system Fs>
 class segment_reader {
 public:
-    segment_reader(int fd, std::filesystem::path path, std::uint64_t limit,
-                   std::uint64_t start = 0)
-        : fd_(fd), path_(std::move(path)), limit_(limit), pos_(start) {}
+    segment_reader(const Fs& fs, const typename Fs::file& file, std::filesystem::path path,
+                   std::uint64_t limit, std::uint64_t start = 0)
+        : fs_(&fs), file_(&file), path_(std::move(path)), limit_(limit), pos_(start) {}
 
     [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
@@ -104,8 +106,8 @@ public:
             it.resume = pos_ + info->frame_size();
             return it;
         }
-        it.what = segment_item::kind::record;
-        it.rec = *rec;
+        it.what = rec->commit ? segment_item::kind::commit : segment_item::kind::record;
+        it.rec = rec->rec;
         it.raw = bytes_view(p, info->frame_size());
         pos_ += info->frame_size();
         return it;
@@ -131,14 +133,14 @@ private:
             keep, static_cast<std::size_t>(
                       std::min<std::uint64_t>(std::max(n, chunk_size), limit_ - pos_)));
         if (buf_.size() < want) buf_.resize(want);
-        buf_len_ += read_at<changelog_error>(fd_, std::span(buf_.data() + keep, want - keep),
-                                             pos_ + keep, path_);
+        buf_len_ += fs_->read_at(*file_, std::span(buf_.data() + keep, want - keep), pos_ + keep, path_);
         if (buf_len_ < n)
             throw corruption_error(path_.string(), pos_, "file is shorter than when it was opened");
         return buf_.data();
     }
 
-    int fd_;
+    const Fs* fs_;
+    const typename Fs::file* file_;
     std::filesystem::path path_;
     std::uint64_t limit_;
     std::uint64_t pos_;
@@ -147,17 +149,23 @@ private:
     std::size_t buf_len_ = 0;
 };
 
-/// @brief Whether any valid frame starts in [from, limit) of a file. Tells a
-/// torn tail (nothing valid after the damage) from corruption in the middle.
-[[nodiscard]] inline bool valid_frame_in(int fd, const std::filesystem::path& path,
-                                         std::uint64_t from, std::uint64_t limit) {
-    if (from >= limit) return false;
+/// @brief Where the first valid frame in [from, limit) of a file starts
+/// (only commit frames when `commits_only`), if any. Tells a torn tail
+/// (nothing valid after the damage) from damage in the middle.
+template <file_system Fs>
+[[nodiscard]] std::optional<std::uint64_t> valid_frame_in(const Fs& fs, const typename Fs::file& file,
+                                                          const std::filesystem::path& path,
+                                                          std::uint64_t from, std::uint64_t limit,
+                                                          bool commits_only) {
+    if (from >= limit) return std::nullopt;
     byte_buffer tail(static_cast<std::size_t>(limit - from));
-    const std::size_t got = read_at<changelog_error>(fd, tail, from, path);
-    for (std::size_t q = 0; q + frame::prefix_size <= got; ++q)
-        if (tail[q] == frame::magic[0] && frame::valid_frame_at(tail.data() + q, got - q))
-            return true;
-    return false;
+    const std::size_t got = fs.read_at(file, tail, from, path);
+    for (std::size_t q = 0; q + frame::prefix_size <= got; ++q) {
+        if (tail[q] != frame::magic[0]) continue;
+        const auto f = frame::valid_frame_at(tail.data() + q, got - q);
+        if (f && (f->commit || !commits_only)) return from + q;
+    }
+    return std::nullopt;
 }
 
 }  // namespace strata::detail
