@@ -6,6 +6,8 @@
 #include <strata/changelog/memory_log.hpp>
 #include <strata/decorators/all.hpp>
 #include <strata/restore/checkpoint.hpp>
+
+#include <fstream>
 #include <strata/serde/all.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
@@ -122,13 +124,13 @@ TEST_CASE("a failed changelog flush throws and writes no checkpoint", "[logged]"
     test_support::temp_dir dir;
     const auto checkpoint = dir.path() / "checkpoint";
     strata::memory_log log;
-    auto s = store_t("s") | strata::logged(log, {.checkpoint = checkpoint});
+    auto s = persistent_store(std::make_shared<persistent_store::disk>()) | strata::logged(log, {.checkpoint = checkpoint});
     s.put(1, "one");
     log.fail_next_flush();
     REQUIRE_THROWS_AS(s.flush(), strata::changelog_error);
-    REQUIRE_FALSE(strata::checkpoint_file(checkpoint).load("s").has_value());
+    REQUIRE_FALSE(strata::checkpoint_file(checkpoint).load("persistent").has_value());
     REQUIRE(s.flush() == 1);
-    REQUIRE(strata::checkpoint_file(checkpoint).load("s") == strata::offset_t{1});
+    REQUIRE(strata::checkpoint_file(checkpoint).load("persistent") == strata::offset_t{1});
 }
 
 TEST_CASE("a changelog given as a temporary is owned by the store", "[logged]") {
@@ -165,12 +167,37 @@ TEST_CASE("with checkpoint_on_flush off, only save_checkpoint writes the checkpo
     test_support::temp_dir dir;
     const auto checkpoint = dir.path() / "checkpoint";
     strata::memory_log log;
-    auto s = store_t("s") | strata::logged(log, {.checkpoint = checkpoint, .checkpoint_on_flush = false});
+    auto s = persistent_store(std::make_shared<persistent_store::disk>()) |
+             strata::logged(log, {.checkpoint = checkpoint, .checkpoint_on_flush = false});
     s.put(1, "one");
     const auto durable = s.flush();
-    REQUIRE_FALSE(strata::checkpoint_file(checkpoint).load("s").has_value());
+    REQUIRE_FALSE(strata::checkpoint_file(checkpoint).load("persistent").has_value());
     s.save_checkpoint(durable);  // e.g. after the transaction that made it count has committed
-    REQUIRE(strata::checkpoint_file(checkpoint).load("s") == durable);
+    REQUIRE(strata::checkpoint_file(checkpoint).load("persistent") == durable);
+}
+
+TEST_CASE("an in-memory store neither reads nor writes a checkpoint, so a damaged one does not stop its flushes",
+          "[logged]") {
+    test_support::temp_dir dir;
+    const auto checkpoint = dir.path() / "checkpoint";
+    {
+        std::ofstream damaged(checkpoint, std::ios::binary);
+        damaged << "SCKP but not a checkpoint";
+    }
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log, {.checkpoint = checkpoint});
+    s.put(1, "one");
+    CHECK(s.flush() == 1);  // the changelog flushed, and the store restores from offset 0 anyway
+    s.save_checkpoint(1);
+    CHECK_THROWS_AS(strata::checkpoint_file(checkpoint).entries(), strata::corruption_error);  // left as it was
+    auto rebuilt = store_t("s") | strata::logged(log, {.checkpoint = checkpoint});
+    CHECK(rebuilt.restore().from == 0);
+    CHECK(rebuilt.get(1) == std::optional<std::string>("one"));
+
+    // A persistent store does rely on it: its flush says what is wrong.
+    auto p = persistent_store(std::make_shared<persistent_store::disk>()) | strata::logged(log, {.checkpoint = checkpoint});
+    p.put(2, "two");
+    CHECK_THROWS_AS(p.flush(), strata::corruption_error);
 }
 
 namespace {
@@ -190,7 +217,8 @@ TEST_CASE("an update whose record cannot be logged fails the stack: nothing late
     test_support::temp_dir dir;
     const auto checkpoint = dir.path() / "checkpoint";
     refusing_log log;
-    auto s = store_t("accounts") | strata::logged(log, {.checkpoint = checkpoint});
+    auto disk = std::make_shared<persistent_store::disk>();
+    auto s = persistent_store(disk) | strata::logged(log, {.checkpoint = checkpoint});
     s.put(1, "one");
     REQUIRE(s.flush() == 1);
 
@@ -201,7 +229,7 @@ TEST_CASE("an update whose record cannot be logged fails the stack: nothing late
         FAIL("the put did not throw");
     } catch (const strata::changelog_error& e) {
         const std::string what = e.what();
-        CHECK(what.find("'accounts'") != std::string::npos);             // the store
+        CHECK(what.find("'persistent'") != std::string::npos);           // the store
         CHECK(what.find("0x0000000000000002") != std::string::npos);     // the key (an int64, in hex)
         CHECK(what.find("bytes") != std::string::npos);                  // the record's size
         CHECK(what.find("no space left on device") != std::string::npos);  // the cause
@@ -215,10 +243,10 @@ TEST_CASE("an update whose record cannot be logged fails the stack: nothing late
     CHECK_THROWS_AS(s.save_checkpoint(1), strata::changelog_error);
     CHECK_THROWS_AS(s.put(3, "three"), strata::changelog_error);
     CHECK_FALSE(s.get(3).has_value());  // a refused update does not reach the store
-    CHECK(strata::checkpoint_file(checkpoint).load("accounts") == strata::offset_t{1});
+    CHECK(strata::checkpoint_file(checkpoint).load("persistent") == strata::offset_t{1});
 
     // Rebuilt from the changelog, the store holds exactly what was logged.
-    auto rebuilt = store_t("accounts") | strata::logged(log, {.checkpoint = checkpoint});
+    auto rebuilt = store_t("persistent") | strata::logged(log);
     rebuilt.restore();
     CHECK(rebuilt.get(1) == std::optional<std::string>("one"));
     CHECK_FALSE(rebuilt.get(2).has_value());

@@ -55,6 +55,8 @@ inline std::string abbreviated(bytes_view key) {
 struct logged_options {
     /// Where flush() records the durable changelog offset. A persistent store
     /// restores from there; without it, restore always starts at offset 0.
+    /// A store that is not persistent starts at 0 anyway, so it neither reads
+    /// nor writes the checkpoint (a damaged file cannot stop its flushes).
     std::optional<std::filesystem::path> checkpoint = {};
     /// The changelog partition this store instance owns (its key in the checkpoint).
     std::int32_t partition = 0;
@@ -190,10 +192,12 @@ public:
     }
 
     /// @brief Records that the store and its changelog hold everything below
-    /// `durable`, if a checkpoint file is configured (else does nothing).
+    /// `durable`, if a checkpoint file is configured and the store is
+    /// persistent (else does nothing).
     void save_checkpoint(offset_t durable) {
         refuse_if_failed("checkpoint");
-        if (opts_.checkpoint) checkpoint_file(*opts_.checkpoint).save(this->name(), opts_.partition, durable);
+        if (opts_.checkpoint && is_persistent(inner_))
+            checkpoint_file(*opts_.checkpoint).save(this->name(), opts_.partition, durable);
     }
 
     /// @brief Whether a record could not be written after its update reached
