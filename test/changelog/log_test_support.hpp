@@ -56,7 +56,7 @@ inline std::size_t frame_size(const record& r) {
 }
 
 /// Bytes of the commit frame that ends each flush.
-inline constexpr std::size_t commit_frame_size = 29;
+inline constexpr std::size_t commit_frame_size = 37;
 
 /// The file in which a file_log notes how far it was flushed. A test that
 /// tears the last flush by hand puts back the note as it was before that

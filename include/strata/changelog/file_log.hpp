@@ -150,7 +150,7 @@ public:
             segment& old = segments_.back();
             if (old.bytes > 0 && old.bytes + pending_.size() + detail::frame::commit_size > options_.segment_bytes)
                 roll();
-            detail::frame::encode_commit(pending_, next_offset_);
+            detail::frame::encode_commit(pending_, next_offset_, pending_.size());
             segment& s = segments_.back();
             writing_ = true;
             fs_.append(active_, pending_, s.path);
@@ -365,6 +365,17 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
             return r;
         }
     } else if (!files.empty()) {
+        // Creating a log writes its first, empty segment before the
+        // manifest: a crash in between leaves only empty segment files.
+        bool all_empty = true;
+        for (const auto& [base, path] : files) {
+            const auto f = fs.open_read(path);
+            all_empty = all_empty && fs.size(f, path) == 0;
+        }
+        if (all_empty) {
+            for (const auto& [base, path] : files) c.stray_files.push_back(path);
+            return r;
+        }
         damage(manifest_path, 0,
                "the manifest is missing, but the directory holds segments (or it was written by an older "
                "strata, whose logs had no manifest)");
@@ -473,12 +484,22 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
                                            std::to_string(witnessed) + " bytes of this segment were flushed)");
                 return;
             }
-            if (!it.runs_past_end)
-                if (const auto q = detail::valid_frame_in(fs, f, s.path, it.resume, size, true)) {
-                    damage(s.path, it.pos, std::string(it.problem) + ", and the commit frame of a later flush follows it at byte " +
-                                               std::to_string(*q));
+            // After a power loss, the pages of an unfinished flush may reach
+            // the disk in any order: its own commit frame may be there with
+            // a hole before it. That is still a torn flush. A commit frame of
+            // a flush that began after the damage is not: that flush was
+            // only written once the damaged one's fdatasync had returned.
+            if (!it.runs_past_end) {
+                const auto commits = detail::commit_frames_in(fs, f, s.path, it.resume, size);
+                const bool own_commit_only = commits.size() == 1 && commits[0].flush_bytes <= commits[0].pos &&
+                                             commits[0].pos - commits[0].flush_bytes == r.intact_bytes;
+                if (!commits.empty() && !own_commit_only) {
+                    damage(s.path, it.pos, std::string(it.problem) +
+                                               ", and the commit frame of a later flush follows it at byte " +
+                                               std::to_string(commits.back().pos));
                     return;
                 }
+            }
             break;
         }
         s.bytes = r.intact_bytes;
@@ -523,6 +544,7 @@ void basic_file_log<Fs>::open() {
     const auto witness_path = dir_ / detail::witness_name;
     if (!r.manifest) {
         // A new log: its first segment, then the manifest naming it.
+        for (const auto& stray : c.stray_files) fs_.remove(stray);
         active_ = fs_.create_new(dir_ / detail::segment_file_name(0));
         segments_.push_back(segment{0, dir_ / detail::segment_file_name(0), 0, 0});
         witness_ = fs_.create_truncated(witness_path);
@@ -543,6 +565,11 @@ void basic_file_log<Fs>::open() {
     }
     next_offset_ = durable_end_ = c.intact_end;
     active_ = fs_.open_append(s.path);
+    // What the log adopts may so far live only in the page cache (a flush
+    // whose process died before its fdatasync returned, a manifest renamed
+    // but not synced): make it durable before anything is built on it.
+    fs_.sync_data(active_, s.path);
+    fs_.sync_directory(dir_);
     if (fs_.exists(witness_path)) {
         witness_ = fs_.open_write(witness_path);
     } else {

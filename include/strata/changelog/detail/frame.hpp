@@ -14,8 +14,10 @@
 ///                 key length u32
 ///                 key bytes, then value bytes (the rest of the body)
 ///
-/// A commit frame (flag bit 1, no key, no value) ends every flush; its
-/// offset field is the flush's end, one past its last record. A record is
+/// A commit frame (flag bit 1, no key, an 8-byte value) ends every flush;
+/// its offset field is the flush's end, one past its last record, and its
+/// value the bytes of the flush's record frames before it (u64), so that a
+/// reader can tell where the flush began. A record is
 /// only part of the log once a commit frame follows it: frames after the
 /// last commit belong to a flush that never returned, and opening the log
 /// cuts them, so a restore sees all of a flush or none of it.
@@ -43,7 +45,7 @@ inline constexpr std::size_t body_header_size = 13;
 inline constexpr std::uint8_t tombstone_flag = 1;
 inline constexpr std::uint8_t commit_flag = 2;
 /// Bytes of a commit frame.
-inline constexpr std::size_t commit_size = prefix_size + body_header_size;
+inline constexpr std::size_t commit_size = prefix_size + body_header_size + 8;
 /// Largest body a frame may carry; keeps every size inside u32 and sane.
 inline constexpr std::size_t max_body_size = std::size_t{1} << 31;
 
@@ -81,9 +83,13 @@ inline void encode(byte_buffer& out, const record_view& r, offset_t offset) {
                           r.value ? &*r.value : nullptr);
 }
 
-/// @brief Appends the commit frame of a flush that ends at `end`.
-inline void encode_commit(byte_buffer& out, offset_t end) {
-    encode_frame(out, commit_flag, end, {}, nullptr);
+/// @brief Appends the commit frame of a flush that ends at `end` and whose
+/// record frames take the `flush_bytes` bytes before it.
+inline void encode_commit(byte_buffer& out, offset_t end, std::uint64_t flush_bytes) {
+    byte_buffer len;
+    put_le<std::uint64_t>(len, flush_bytes);
+    const bytes_view value(len);
+    encode_frame(out, commit_flag, end, {}, &value);
 }
 
 /// @brief What the prefix says, once its checksum holds.
@@ -122,6 +128,7 @@ struct prefix_info {
 struct decoded {
     record_view rec;
     bool commit = false;
+    std::uint64_t flush_bytes = 0;  ///< commit frames: bytes of the flush's records
 };
 
 /// @brief Checks a body against its prefix and views the record inside it.
@@ -144,11 +151,11 @@ struct decoded {
         return std::nullopt;
     }
     if ((flags & commit_flag) != 0) {
-        if (key_len != 0 || rest != 0) {
-            problem = "commit frame carries a key or value";
+        if (key_len != 0 || rest != 8) {
+            problem = "commit frame of the wrong shape";
             return std::nullopt;
         }
-        return decoded{r, true};
+        return decoded{r, true, load_le<std::uint64_t>(b + body_header_size)};
     }
     if (key_len > rest) {
         problem = "key length runs past the frame";

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace strata::detail {
 
@@ -52,6 +53,7 @@ struct segment_item {
     enum class kind { record, commit, end, bad };
     kind what = kind::end;
     record_view rec;           ///< kind::record, kind::commit; valid until the next step
+    std::uint64_t flush_bytes = 0;  ///< kind::commit: bytes of the flush's record frames
     bytes_view raw;            ///< kind::record: the whole frame as stored
     std::uint64_t pos = 0;     ///< where the frame starts (record, bad)
     const char* problem = "";  ///< kind::bad: what is wrong
@@ -108,6 +110,7 @@ public:
         }
         it.what = rec->commit ? segment_item::kind::commit : segment_item::kind::record;
         it.rec = rec->rec;
+        it.flush_bytes = rec->flush_bytes;
         it.raw = bytes_view(p, info->frame_size());
         pos_ += info->frame_size();
         return it;
@@ -149,23 +152,29 @@ private:
     std::size_t buf_len_ = 0;
 };
 
-/// @brief Where the first valid frame in [from, limit) of a file starts
-/// (only commit frames when `commits_only`), if any. Tells a torn tail
-/// (nothing valid after the damage) from damage in the middle.
+/// @brief A valid commit frame found by `commit_frames_in`.
+struct found_commit {
+    std::uint64_t pos = 0;          ///< where it starts in the file
+    std::uint64_t flush_bytes = 0;  ///< bytes of its flush's records before it
+};
+
+/// @brief The valid commit frames that start in [from, limit) of a file, in
+/// file order. Tells a torn tail (no flush committed after the damage) from
+/// damage in the middle of the log.
 template <file_system Fs>
-[[nodiscard]] std::optional<std::uint64_t> valid_frame_in(const Fs& fs, const typename Fs::file& file,
-                                                          const std::filesystem::path& path,
-                                                          std::uint64_t from, std::uint64_t limit,
-                                                          bool commits_only) {
-    if (from >= limit) return std::nullopt;
+[[nodiscard]] std::vector<found_commit> commit_frames_in(const Fs& fs, const typename Fs::file& file,
+                                                         const std::filesystem::path& path, std::uint64_t from,
+                                                         std::uint64_t limit) {
+    std::vector<found_commit> out;
+    if (from >= limit) return out;
     byte_buffer tail(static_cast<std::size_t>(limit - from));
     const std::size_t got = fs.read_at(file, tail, from, path);
     for (std::size_t q = 0; q + frame::prefix_size <= got; ++q) {
         if (tail[q] != frame::magic[0]) continue;
         const auto f = frame::valid_frame_at(tail.data() + q, got - q);
-        if (f && (f->commit || !commits_only)) return from + q;
+        if (f && f->commit) out.push_back({from + q, f->flush_bytes});
     }
-    return std::nullopt;
+    return out;
 }
 
 }  // namespace strata::detail
