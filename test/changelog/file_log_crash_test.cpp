@@ -290,3 +290,69 @@ TEST_CASE("file_log does not mistake a frame inside a torn record's value for a 
     CHECK(log.end_offset() == 1);
     check_records(log, want, 1);
 }
+
+TEST_CASE("file_log reports a frame whose body is damaged when a later flush follows it", "[file_log]") {
+    // Two flushes that never returned (the witness names neither), the first
+    // with a damaged body behind an intact header: a flush after it was only
+    // written once the first one's fdatasync returned, so this is damage,
+    // not a torn tail. The scan must resume right after the damaged frame
+    // to find the later flush's commit frame.
+    temp_dir dir;
+    std::vector<char> witness_before;
+    const record a = make_record("a", std::string(40, 'a'), 0);
+    const record b = make_record("b", "b", 1);
+    {
+        file_log log(dir.path());
+        witness_before = read_bytes(strata::test::witness_file(dir.path()));
+        log.append(a.view());
+        log.flush();
+        log.append(b.view());
+        log.flush();
+    }
+    write_bytes(strata::test::witness_file(dir.path()), witness_before);
+    const auto seg = dir / "00000000000000000000.log";
+    auto bytes = read_bytes(seg);
+    bytes[strata::test::frame_size(a) - 3] ^= 1;  // in a's value: its header and length stay intact
+    write_bytes(seg, bytes);
+    try {
+        file_log log(dir.path());
+        FAIL("the damaged log opened");
+    } catch (const strata::corruption_error& e) {
+        CHECK(e.byte_offset() == 0);
+        CHECK(std::string(e.what()).find("frame checksum mismatch") != std::string::npos);
+    }
+}
+
+TEST_CASE("file_log does not take a commit frame inside a damaged record's value for a real one", "[file_log]") {
+    // The bytes of a valid commit frame, carried in a record's value.
+    temp_dir scratch;
+    {
+        file_log inner(scratch / "inner");
+        inner.append(make_record("x", "y").view());
+        inner.flush();
+    }
+    const auto inner_bytes = read_bytes(scratch / "inner" / "00000000000000000000.log");
+    const std::string embedded(inner_bytes.end() - strata::test::commit_frame_size, inner_bytes.end());
+
+    // One flush that never returned: the carrier, then its own commit frame.
+    // With the carrier's body damaged, that flush is torn; the scan must
+    // skip the whole damaged frame, not look for frames inside it.
+    temp_dir dir;
+    std::vector<char> witness_before;
+    const record carrier = make_record("carrier", "head:" + embedded + ":tail", 0);
+    {
+        file_log log(dir.path());
+        witness_before = read_bytes(strata::test::witness_file(dir.path()));
+        log.append(carrier.view());
+        log.flush();
+    }
+    write_bytes(strata::test::witness_file(dir.path()), witness_before);
+    const auto seg = dir / "00000000000000000000.log";
+    auto bytes = read_bytes(seg);
+    bytes[strata::test::frame_size(carrier) - 2] ^= 1;  // in ":tail"
+    write_bytes(seg, bytes);
+    file_log log(dir.path());
+    CHECK(log.end_offset() == 0);
+    CHECK(log.truncated_bytes() == bytes.size());
+    CHECK(std::filesystem::file_size(seg) == 0);
+}
