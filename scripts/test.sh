@@ -28,7 +28,10 @@ export STRATA_KAFKA_BROKER_SCRIPT="${broker}"
 ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" "$@"
 
 # The concurrent parts again, under ThreadSanitizer (clang-15, build-tsan/),
-# on the same broker. Skipped when ctest was given a selection.
+# on the same broker, and the unit suite under AddressSanitizer with
+# UndefinedBehaviorSanitizer (build-asan/). Skipped when ctest was given a
+# selection.
 if [ "$#" -eq 0 ]; then
   bash "${root}/scripts/test-thread-sanitizer.sh"
+  bash "${root}/scripts/test-address-sanitizer.sh"
 fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The unit suite (every test that needs no broker) under AddressSanitizer and
+# UndefinedBehaviorSanitizer, built with g++ into build-asan/. Any report
+# (a leak, an overflow, a use after free, undefined behaviour) fails the test
+# that produced it. Extra arguments go to ctest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${STRATA_ASAN_BUILD_DIR:-${root}/build-asan}"
+
+bash "${root}/scripts/setup.sh" >/dev/null
+# No Kafka, gateway, examples or tools: the unit suite only.
+cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=address \
+      -DSTRATA_WITH_KAFKA=OFF -DSTRATA_WITH_GATEWAY=OFF -DSTRATA_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "${build}" -j "$(nproc)"
+
+export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0 exitcode=67 ${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 exitcode=68 ${UBSAN_OPTIONS:-}"
+# The compile-fail and consumer tests build other projects: they check
+# diagnostics and packaging, not memory, and run in the main suite.
+ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" -E "^(compile_fail|consumer)" "$@"
