@@ -93,6 +93,14 @@ struct file_log_check {
     /// the segment files removed.
     std::uint64_t bytes_cut = 0;
     std::size_t segments_removed = 0;
+
+    /// Notes damage at byte `at` of `file`.
+    void found_damage(std::filesystem::path file, std::uint64_t at, std::string what) {
+        intact = false;
+        damaged_file = std::move(file);
+        damaged_byte = at;
+        problem = std::move(what);
+    }
 };
 
 /// @brief A durable changelog in a local directory; satisfies `changelog`.
@@ -344,12 +352,6 @@ template <file_system Fs>
 typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, const std::filesystem::path& dir) {
     scan_result r;
     file_log_check& c = r.check;
-    auto damage = [&](const std::filesystem::path& file, std::uint64_t at, std::string what) {
-        c.intact = false;
-        c.damaged_file = file;
-        c.damaged_byte = at;
-        c.problem = std::move(what);
-    };
 
     std::map<offset_t, std::filesystem::path> files;
     if (fs.exists(dir))
@@ -361,7 +363,7 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
         const char* problem = "";
         r.manifest = detail::decode_manifest(*bytes, problem);
         if (!r.manifest) {
-            damage(manifest_path, 0, problem);
+            c.found_damage(manifest_path, 0, problem);
             return r;
         }
     } else if (!files.empty()) {
@@ -376,7 +378,7 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
             for (const auto& [base, path] : files) c.stray_files.push_back(path);
             return r;
         }
-        damage(manifest_path, 0,
+        c.found_damage(manifest_path, 0,
                "the manifest is missing, but the directory holds segments (or it was written by an older "
                "strata, whose logs had no manifest)");
         return r;
@@ -403,17 +405,17 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
     // data comes from neither); a witness of a segment the log never rolled to.
     if (c.intact && missing) {
         const segment& gone = r.segments[*missing];
-        damage(gone.path, 0, "segment listed in the manifest is missing (offsets from " + std::to_string(gone.base) + " on)");
+        c.found_damage(gone.path, 0, "segment listed in the manifest is missing (offsets from " + std::to_string(gone.base) + " on)");
     }
     for (const auto& [base, path] : files) {
         c.stray_files.push_back(path);
         if (base > r.segments[active].base && c.intact) {
             const auto f = fs.open_read(path);
-            if (fs.size(f, path) > 0) damage(path, 0, "segment file holds data but the manifest does not list it");
+            if (fs.size(f, path) > 0) c.found_damage(path, 0, "segment file holds data but the manifest does not list it");
         }
     }
     if (c.intact && r.witness && r.witness->base > r.segments[active].base)
-        damage(dir / detail::witness_name, 0,
+        c.found_damage(dir / detail::witness_name, 0,
                "the witness speaks of segment " + std::to_string(r.witness->base) +
                    ", newer than the active segment the manifest lists");
     return r;
@@ -422,12 +424,6 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
 template <file_system Fs>
 void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t count, std::size_t active) {
     file_log_check& c = r.check;
-    auto damage = [&](const std::filesystem::path& file, std::uint64_t at, std::string what) {
-        c.intact = false;
-        c.damaged_file = file;
-        c.damaged_byte = at;
-        c.problem = std::move(what);
-    };
     std::optional<offset_t> last;  // offset of the last record seen
     c.intact_end = r.segments.empty() ? 0 : r.segments.front().base;
     for (std::size_t i = 0; i < count; ++i) {
@@ -436,7 +432,7 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
         r.intact_segments = i + 1;
         r.intact_bytes = 0;
         if (s.base < c.intact_end) {
-            damage(s.path, 0, "segment starts at offset " + std::to_string(s.base) +
+            c.found_damage(s.path, 0, "segment starts at offset " + std::to_string(s.base) +
                                   ", below the end of the segment before it (" + std::to_string(c.intact_end) + ")");
             return;
         }
@@ -454,7 +450,7 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
             if (it.what == kind::end) break;
             if (it.what == kind::record) {
                 if (it.rec.offset < s.base || (last && it.rec.offset <= *last)) {
-                    damage(s.path, it.pos, "record offset " + std::to_string(it.rec.offset) + " is out of order");
+                    c.found_damage(s.path, it.pos, "record offset " + std::to_string(it.rec.offset) + " is out of order");
                     return;
                 }
                 last = it.rec.offset;
@@ -463,7 +459,7 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
             }
             if (it.what == kind::commit) {
                 if (it.rec.offset < c.intact_end || (last && it.rec.offset <= *last)) {
-                    damage(s.path, it.pos, "commit frame ends at offset " + std::to_string(it.rec.offset) +
+                    c.found_damage(s.path, it.pos, "commit frame ends at offset " + std::to_string(it.rec.offset) +
                                                ", below a record it covers");
                     return;
                 }
@@ -476,11 +472,11 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
             // flush wrote, or with a later flush's commit frame after it, it
             // is damage; else it is the torn end of a flush that never returned.
             if (!is_active) {
-                damage(s.path, it.pos, it.problem);
+                c.found_damage(s.path, it.pos, it.problem);
                 return;
             }
             if (it.pos < witnessed) {
-                damage(s.path, it.pos, std::string(it.problem) + ", in bytes that returned flushes wrote (" +
+                c.found_damage(s.path, it.pos, std::string(it.problem) + ", in bytes that returned flushes wrote (" +
                                            std::to_string(witnessed) + " bytes of this segment were flushed)");
                 return;
             }
@@ -494,7 +490,7 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
                 const bool own_commit_only = commits.size() == 1 && commits[0].flush_bytes <= commits[0].pos &&
                                              commits[0].pos - commits[0].flush_bytes == r.intact_bytes;
                 if (!commits.empty() && !own_commit_only) {
-                    damage(s.path, it.pos, std::string(it.problem) +
+                    c.found_damage(s.path, it.pos, std::string(it.problem) +
                                                ", and the commit frame of a later flush follows it at byte " +
                                                std::to_string(commits.back().pos));
                     return;
@@ -505,12 +501,12 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
         s.bytes = r.intact_bytes;
         if (!is_active) {
             if (s.bytes != size) {
-                damage(s.path, s.bytes, std::to_string(size - s.bytes) +
+                c.found_damage(s.path, s.bytes, std::to_string(size - s.bytes) +
                                             " bytes follow the last commit frame of a closed segment");
                 return;
             }
             if (c.intact_end != s.end) {
-                damage(s.path, size, "the segment's flushes end at offset " + std::to_string(c.intact_end) +
+                c.found_damage(s.path, size, "the segment's flushes end at offset " + std::to_string(c.intact_end) +
                                          ", but the manifest says " + std::to_string(s.end) + ": offsets " +
                                          std::to_string(c.intact_end) + " to " + std::to_string(s.end - 1) + " are missing");
                 return;
@@ -518,7 +514,7 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
         } else {
             c.unfinished_bytes = size - s.bytes;
             if (s.bytes < witnessed) {
-                damage(s.path, s.bytes, "the segment holds flushes up to byte " + std::to_string(s.bytes) + " (offset " +
+                c.found_damage(s.path, s.bytes, "the segment holds flushes up to byte " + std::to_string(s.bytes) + " (offset " +
                                             std::to_string(c.intact_end) + "), but flushes up to byte " +
                                             std::to_string(witnessed) + " (offset " + std::to_string(r.witness->end) +
                                             ") returned: the rest is missing");
