@@ -10,7 +10,7 @@ broker="${root}/scripts/kafka-broker.sh"
 bash "${root}/scripts/setup.sh"
 # Chromium, its driver and Selenium, for the status page's browser test.
 bash "${root}/scripts/setup-python.sh"
-cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WARNINGS_AS_ERRORS=ON
 cmake --build "${build}" -j "$(nproc)"
 
 # The Kafka Streams peer of the interoperability test, built before the
