@@ -275,12 +275,9 @@ public:
 
 private:
     void release_batch() noexcept {
-        for (std::size_t i = next_; i < count_; ++i) rd_kafka_message_destroy(batch_[i]);
-        next_ = count_ = 0;
-        if (held_ != nullptr) {
-            rd_kafka_message_destroy(held_);
-            held_ = nullptr;
-        }
+        taken_.clear();
+        next_ = 0;
+        held_.reset();
     }
 
     void finish() noexcept {
@@ -289,9 +286,8 @@ private:
     }
 
     void advance() {
-        if (held_ != nullptr) {
-            rd_kafka_message_destroy(held_);
-            held_ = nullptr;
+        if (held_) {
+            held_.reset();
             if (current_.offset + 1 >= end_) {  // that was the last record: no wait for the partition's end
                 finish();
                 return;
@@ -299,18 +295,18 @@ private:
         }
         auto idle_since = std::chrono::steady_clock::now();
         for (;;) {
-            if (next_ == count_) {
-                next_ = count_ = 0;
+            if (next_ == taken_.size()) {
+                taken_.clear();
+                next_ = 0;
                 // Take whatever is fetched already; only when nothing is, wait
                 // for the next message (a batch call with a timeout would wait
-                // to fill the whole batch).
+                // to fill the whole batch). Each message is owned at once.
                 const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 0, batch_.data(), batch_.size());
                 if (n < 0) throw kafka_error("read " + where_, rd_kafka_last_error());
-                count_ = static_cast<std::size_t>(n);
-                if (count_ == 0) {
-                    if (rd_kafka_message_t* m = rd_kafka_consume(topic_.get(), partition_, 200)) {
-                        batch_[0] = m;
-                        count_ = 1;
+                for (ssize_t i = 0; i < n; ++i) taken_.emplace_back(batch_[static_cast<std::size_t>(i)]);
+                if (taken_.empty()) {
+                    if (unique_message m{rd_kafka_consume(topic_.get(), partition_, 200)}) {
+                        taken_.push_back(std::move(m));
                         idle_since = std::chrono::steady_clock::now();
                         continue;
                     }
@@ -325,25 +321,21 @@ private:
                 }
                 idle_since = std::chrono::steady_clock::now();
             }
-            rd_kafka_message_t* m = batch_[next_++];
+            unique_message owned = std::move(taken_[next_++]);
+            const rd_kafka_message_t* m = owned.get();
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 // Caught up with everything readable; with read_committed the
                 // readable end is the last stable offset.
-                rd_kafka_message_destroy(m);
                 finish();
                 return;
             }
-            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-                const kafka_error e("read " + where_, m->err, rd_kafka_message_errstr(m));
-                rd_kafka_message_destroy(m);
-                throw e;
-            }
+            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+                throw kafka_error("read " + where_, m->err, rd_kafka_message_errstr(m));
             if (m->offset < 0 || static_cast<offset_t>(m->offset) >= end_) {
-                rd_kafka_message_destroy(m);
                 finish();
                 return;
             }
-            held_ = m;
+            held_ = std::move(owned);
             current_.key = bytes_view(static_cast<const std::byte*>(m->key), m->key_len);
             if (m->payload == nullptr) current_.value.reset();
             else current_.value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
@@ -385,10 +377,10 @@ private:
     bool started_ = false;
     bool primed_ = false;
     bool done_ = false;
-    std::vector<rd_kafka_message_t*> batch_;
+    std::vector<rd_kafka_message_t*> batch_;  // filled by rd_kafka_consume_batch, then moved into taken_
+    std::vector<unique_message> taken_;       // the last batch; [next_, end) not yet read
     std::size_t next_ = 0;
-    std::size_t count_ = 0;
-    rd_kafka_message_t* held_ = nullptr;  // the message current_ points into
+    unique_message held_;  // the message current_ points into
     record_view current_;
 };
 

@@ -46,12 +46,25 @@ inline void check(rd_kafka_resp_err_t code, std::string_view what) {
     if (code != RD_KAFKA_RESP_ERR_NO_ERROR) throw kafka_error(what, code);
 }
 
-/// @brief Takes ownership of an `rd_kafka_error_t` (the transactional API's
-/// richer error) and throws it as `kafka_error`; does nothing for null.
+namespace detail {
+/// A deleter that calls one of librdkafka's destroy functions.
+template <auto Destroy>
+struct destroy_with {
+    template <class T>
+    void operator()(T* p) const noexcept {
+        Destroy(p);
+    }
+};
+}  // namespace detail
+
+/// @brief Owns an `rd_kafka_error_t` (the transactional API's richer error).
+using unique_error = std::unique_ptr<rd_kafka_error_t, detail::destroy_with<&rd_kafka_error_destroy>>;
+
+/// @brief Takes ownership of an `rd_kafka_error_t` and throws it as
+/// `kafka_error`; does nothing for null.
 inline void check(rd_kafka_error_t* err, std::string_view what) {
-    if (err == nullptr) return;
-    const std::unique_ptr<rd_kafka_error_t, decltype(&rd_kafka_error_destroy)> owned(err,
-                                                                                    &rd_kafka_error_destroy);
+    const unique_error owned(err);
+    if (!owned) return;
     throw kafka_error(what, rd_kafka_error_code(err), rd_kafka_error_string(err));
 }
 

@@ -25,16 +25,6 @@ namespace strata::kafka {
 /// compression (`compression.type`), timeouts, security.
 using settings = std::map<std::string, std::string, std::less<>>;
 
-namespace detail {
-template <auto Destroy>
-struct destroy_with {
-    template <class T>
-    void operator()(T* p) const noexcept {
-        Destroy(p);
-    }
-};
-}  // namespace detail
-
 /// @brief Owns a topic partition list.
 using unique_partition_list =
     std::unique_ptr<rd_kafka_topic_partition_list_t, detail::destroy_with<&rd_kafka_topic_partition_list_destroy>>;
@@ -49,6 +39,10 @@ using unique_message = std::unique_ptr<rd_kafka_message_t, detail::destroy_with<
 /// @brief Owns a consumer's group metadata, as a transaction needs it.
 using unique_group_metadata = std::unique_ptr<rd_kafka_consumer_group_metadata_t,
                                               detail::destroy_with<&rd_kafka_consumer_group_metadata_destroy>>;
+/// @brief Owns a topic's configuration until a topic handle takes it.
+using unique_topic_conf = std::unique_ptr<rd_kafka_topic_conf_t, detail::destroy_with<&rd_kafka_topic_conf_destroy>>;
+/// @brief Owns record headers until a produce call takes them.
+using unique_headers = std::unique_ptr<rd_kafka_headers_t, detail::destroy_with<&rd_kafka_headers_destroy>>;
 /// @brief Owns admin options.
 using unique_admin_options =
     std::unique_ptr<rd_kafka_AdminOptions_t, detail::destroy_with<&rd_kafka_AdminOptions_destroy>>;

@@ -114,7 +114,8 @@ public:
     void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
                  delivery_tracker& tracker, const std::vector<std::pair<std::string, std::string>>& headers) {
         for (;;) {
-            rd_kafka_headers_t* h = rd_kafka_headers_new(headers.size());
+            unique_headers owned(rd_kafka_headers_new(headers.size()));
+            rd_kafka_headers_t* h = owned.get();  // the macro below wants a plain variable
             for (const auto& [name, v] : headers)
                 (void)rd_kafka_header_add(h, name.data(), static_cast<ssize_t>(name.size()), v.data(),
                                           static_cast<ssize_t>(v.size()));
@@ -141,11 +142,11 @@ public:
 #if defined(__clang__)
 #pragma clang diagnostic pop
 #endif
-            if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {  // librdkafka owns the headers now
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                (void)owned.release();  // librdkafka owns the headers now
                 ++tracker.in_flight;
                 return;
             }
-            rd_kafka_headers_destroy(h);
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                 throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
                                       std::to_string(partition) + "]",

@@ -132,14 +132,13 @@ public:
 private:
     void run_or_abort(rd_kafka_error_t* err, const std::string& what) {
         if (err == nullptr) return;
-        const std::unique_ptr<rd_kafka_error_t, detail::destroy_with<&rd_kafka_error_destroy>> owned(err);
+        const unique_error owned(err);
         const kafka_error e(what, rd_kafka_error_code(err),
                             std::string(rd_kafka_error_string(err)) +
                                 (rd_kafka_error_txn_requires_abort(err) ? " (transaction aborted)" : ""));
         if (rd_kafka_error_txn_requires_abort(err)) {
             open_ = false;
-            rd_kafka_error_t* a = rd_kafka_abort_transaction(producer_->get(), timeout_ms(timeout_));
-            if (a != nullptr) rd_kafka_error_destroy(a);
+            const unique_error ignored(rd_kafka_abort_transaction(producer_->get(), timeout_ms(timeout_)));
         } else {
             open_ = false;  // fatal, fenced or timed out: the producer must be rebuilt
         }

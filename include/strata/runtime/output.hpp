@@ -65,19 +65,17 @@ private:
     rd_kafka_topic_t* handle(std::string_view topic) {
         auto it = topics_.find(topic);
         if (it != topics_.end()) return it->second.get();
-        rd_kafka_topic_conf_t* tc = rd_kafka_topic_conf_new();
+        kafka::unique_topic_conf tc(rd_kafka_topic_conf_new());
         std::array<char, 256> err{};
         // Java's partitioner for keyed records; a null key cannot occur here.
-        if (rd_kafka_topic_conf_set(tc, "partitioner", "murmur2_random", err.data(), err.size()) != RD_KAFKA_CONF_OK) {
-            rd_kafka_topic_conf_destroy(tc);
+        if (rd_kafka_topic_conf_set(tc.get(), "partitioner", "murmur2_random", err.data(), err.size()) !=
+            RD_KAFKA_CONF_OK)
             throw kafka::kafka_error("configure the partitioner of " + std::string(topic), RD_KAFKA_RESP_ERR__INVALID_ARG,
                                      err.data());
-        }
-        kafka::unique_topic t(rd_kafka_topic_new(producer_->get(), std::string(topic).c_str(), tc));
-        if (!t) {
-            rd_kafka_topic_conf_destroy(tc);
-            throw kafka::kafka_error("open output topic " + std::string(topic), rd_kafka_last_error());
-        }
+        // The topic handle owns the configuration once it exists.
+        kafka::unique_topic t(rd_kafka_topic_new(producer_->get(), std::string(topic).c_str(), tc.get()));
+        if (!t) throw kafka::kafka_error("open output topic " + std::string(topic), rd_kafka_last_error());
+        (void)tc.release();
         return topics_.emplace(std::string(topic), std::move(t)).first->second.get();
     }
 
