@@ -1,0 +1,94 @@
+// Two producers with one transactional id: the second fences the first. The
+// first then stops with an error that says it was fenced, and nothing it
+// wrote after its last commit becomes visible: no output and no changelog
+// record appears twice or from the fenced side.
+
+#include <strata/kafka/changelog.hpp>
+#include <strata/kafka/transaction.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "kafka/kafka_test_support.hpp"
+
+#include <string>
+#include <vector>
+
+using strata::kafka::exactly_once;
+using strata::kafka::kafka_changelog;
+using strata::kafka::kafka_error;
+using strata::kafka::producer_options;
+
+namespace {
+
+std::vector<std::string> committed_keys(const std::string& topic) {
+    kafka_changelog log(kafka_test::log_options(topic));  // read_committed
+    std::vector<std::string> keys;
+    for (const strata::record_view r : log.replay(0)) keys.emplace_back(strata::as_chars(r.key));
+    return keys;
+}
+
+/// A group's metadata for a commit that carries no input offsets.
+struct group_metadata {
+    rd_kafka_consumer_group_metadata_t* p = rd_kafka_consumer_group_metadata_new("fencing-test");
+    ~group_metadata() { rd_kafka_consumer_group_metadata_destroy(p); }
+};
+
+void commit(exactly_once& eos) {
+    const strata::kafka::unique_partition_list none(rd_kafka_topic_partition_list_new(0));
+    const group_metadata group;
+    eos.commit(none.get(), group.p);
+}
+
+void write(exactly_once& eos, kafka_changelog& log, const std::string& output, const std::string& prefix, int n) {
+    for (int i = 0; i < n; ++i) {
+        const std::string k = prefix + std::to_string(i);
+        eos.send(output, 0, strata::as_bytes(k), strata::as_bytes(k));
+        log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
+    }
+    log.flush();  // acknowledged, but visible only once the transaction commits
+}
+
+}  // namespace
+
+TEST_CASE("a second producer with the same transactional id fences the first, which stops with a clear error",
+          "[kafka][exactly-once][fencing]") {
+    const std::string output = kafka_test::make_topic("fencing-out");
+    const std::string changelog = kafka_test::make_topic("fencing-log");
+    const std::string id = kafka_test::unique_name("fencing-txn");
+
+    exactly_once first(producer_options{kafka_test::bootstrap(), id, {}});
+    kafka_changelog first_log(kafka_test::log_options(changelog), first.shared_producer());
+    first.begin();
+    write(first, first_log, output, "first-committed-", 5);
+    commit(first);
+    first.begin();
+    write(first, first_log, output, "first-open-", 5);  // left open when the second producer starts
+
+    // The second producer: its start fences the first and aborts its open transaction.
+    exactly_once second(producer_options{kafka_test::bootstrap(), id, {}});
+    kafka_changelog second_log(kafka_test::log_options(changelog), second.shared_producer());
+
+    // The first producer cannot commit, nor go on: the error says why.
+    try {
+        first.send(output, 0, strata::as_bytes(std::string("first-late")), strata::as_bytes(std::string("x")));
+        commit(first);
+        FAIL("a fenced producer committed");
+    } catch (const kafka_error& e) {
+        const std::string what = e.what();
+        INFO(what);
+        CHECK((what.find("fenced") != std::string::npos || what.find("FENCED") != std::string::npos ||
+               what.find("epoch") != std::string::npos));
+        CHECK_FALSE(first.in_transaction());
+    }
+
+    second.begin();
+    write(second, second_log, output, "second-", 5);
+    commit(second);
+
+    const std::vector<std::string> want{"first-committed-0", "first-committed-1", "first-committed-2",
+                                        "first-committed-3", "first-committed-4", "second-0",
+                                        "second-1",          "second-2",          "second-3",
+                                        "second-4"};
+    CHECK(committed_keys(output) == want);
+    CHECK(committed_keys(changelog) == want);
+}
