@@ -104,7 +104,7 @@ public:
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                 throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
                                       std::to_string(partition) + "]",
-                                  err, fatal_text(err));
+                                  err, refusal_text(err, key.size(), v_len));
             rd_kafka_poll(client_.get(), 10);  // serve delivery reports to make room
         }
     }
@@ -150,7 +150,7 @@ public:
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                 throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
                                       std::to_string(partition) + "]",
-                                  err, fatal_text(err));
+                                  err, refusal_text(err, k_len, v_len));
             rd_kafka_poll(client_.get(), 10);
         }
     }
@@ -178,9 +178,22 @@ public:
     }
 
 private:
-    std::string fatal_text(rd_kafka_resp_err_t err) const {
-        if (err != RD_KAFKA_RESP_ERR__FATAL) return {};
-        return fatal_error().value_or("");
+    /// Why the producer refused a record: the fatal error behind a fatal
+    /// refusal, or the record's size against the limit it broke.
+    std::string refusal_text(rd_kafka_resp_err_t err, std::size_t key_bytes, std::size_t value_bytes) const {
+        if (err == RD_KAFKA_RESP_ERR__FATAL) return fatal_error().value_or("");
+        if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+            std::array<char, 32> limit{};
+            std::size_t size = limit.size();
+            if (rd_kafka_conf_get(rd_kafka_conf(client_.get()), "message.max.bytes", limit.data(), &size) !=
+                RD_KAFKA_CONF_OK)
+                limit[0] = '\0';
+            return "a record of " + std::to_string(key_bytes + value_bytes) + " bytes (key " +
+                   std::to_string(key_bytes) + ", value " + std::to_string(value_bytes) +
+                   ") is over this producer's message.max.bytes (" + (limit[0] ? limit.data() : "unknown") +
+                   "); the topic's max.message.bytes must allow it too";
+        }
+        return {};
     }
 
     static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
