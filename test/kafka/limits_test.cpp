@@ -44,3 +44,25 @@ TEST_CASE("a record over the producer's message.max.bytes names the store, the k
     CHECK(rebuilt.get("small") == std::optional<std::string>("fits"));
     CHECK_FALSE(rebuilt.get("huge-profile").has_value());
 }
+
+TEST_CASE("a full producer queue pushes back on append instead of failing or growing", "[kafka][limits]") {
+    const std::string topic = kafka_test::make_topic("pushback");
+    auto o = kafka_test::log_options(topic);
+    // Room for 500 records in librdkafka's queue; 20,000 are appended
+    // without a flush in between.
+    o.producer_settings = {{"queue.buffering.max.messages", "500"}, {"linger.ms", "50"}};
+    strata::kafka::kafka_changelog log(o);
+    constexpr int n = 20'000;
+    for (int i = 0; i < n; ++i) {
+        const std::string k = "k" + std::to_string(i);
+        log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
+    }
+    REQUIRE(log.flush() == static_cast<strata::offset_t>(n));
+    strata::kafka::kafka_changelog reread(kafka_test::log_options(topic));
+    int seen = 0;
+    for (const strata::record_view r : reread.replay(0)) {
+        REQUIRE(std::string(strata::as_chars(r.key)) == "k" + std::to_string(seen));
+        ++seen;
+    }
+    CHECK(seen == n);
+}
