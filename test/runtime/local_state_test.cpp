@@ -6,6 +6,7 @@
 
 #include "support/temp_dir.hpp"
 
+#include <strata/restore/checkpoint.hpp>
 #include <strata/runtime/state_directory.hpp>
 
 #include <cstdio>
@@ -116,4 +117,42 @@ TEST_CASE("runtime: two instances cannot share a state directory", "[kafka][runt
                             Catch::Contains("(process " + std::to_string(::getpid()) + ")"));
     // Another application may use the same root.
     REQUIRE_NOTHROW(strata::runtime::state_directory(dir.path(), "other-app"));
+}
+
+TEST_CASE("runtime: a checkpoint past the changelog's end stops the instance with an error naming the store",
+          "[kafka][runtime][local-state]") {
+    test_support::temp_dir dir;
+    const std::string app = kafka_test::unique_name("lost-changelog");
+    const std::string input = kafka_test::make_topic("lost-in", 1, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("lost-out", 1, {{"cleanup.policy", "delete"}});
+    const std::vector<std::string> args{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input,
+                                        "--output", output, "--state", (dir / "state").string(), "--instance", "one",
+                                        "--commit-ms", "200", "--persistent", "--no-cache"};
+    input_writer in(input, 1);
+    for (std::int64_t i = 0; i < 200; ++i) in.write(i, 20);
+    in.flush();
+    {
+        instance_process first(args, dir / "first.log");
+        REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
+        first.kill(SIGTERM);
+        const int status = first.wait();
+        INFO(first.output());
+        REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    // The changelog "loses" its records: the checkpoint now claims far more.
+    const auto checkpoint = dir / "state" / app / "task-0" / ".checkpoint";
+    REQUIRE(std::filesystem::exists(checkpoint));
+    strata::checkpoint_file file(checkpoint);
+    const auto entries = file.entries();
+    REQUIRE_FALSE(entries.empty());
+    for (const auto& [key, offset] : entries) file.save(key.first, key.second, offset + 1'000'000);
+
+    instance_process second(args, dir / "second.log");
+    const int status = second.wait();
+    const std::string out = second.output();
+    INFO(out);
+    CHECK_FALSE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(out.find("store '" + entries.begin()->first.first + "'") != std::string::npos);
+    CHECK(out.find("says the store holds offsets below") != std::string::npos);
+    CHECK(out.find("changelog ends at") != std::string::npos);
 }

@@ -246,6 +246,18 @@ private:
                                           "Changelog records a standby task's store is behind its changelog's end",
                                           labels);
             open_replay(s);
+            // A checkpoint past the changelog's end: the changelog lost
+            // records the store was told were durable (a topic deleted and
+            // made again, an unclean leader election), or the folder belongs
+            // to another application. Restoring nothing would hide it.
+            if (const offset_t end = s.source->range.end_offset(); s.progress.from > end)
+                throw restore_error(port->name(), s.progress.from,
+                                    "task " + j.t->id() + ": the checkpoint " + j.t->checkpoint_path.string() +
+                                        " says the store holds offsets below " + std::to_string(s.progress.from) +
+                                        ", but its changelog ends at " + std::to_string(end) +
+                                        ": the changelog lost records it had acknowledged, or the state directory "
+                                        "belongs to another application. Nothing was restored; delete the task's "
+                                        "folder to rebuild it from what the changelog holds");
             s.total->set(static_cast<double>(s.progress.records_total));
             s.done->set(0);
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
