@@ -51,41 +51,17 @@ using hashed = strata::hash_map_store<std::int64_t, std::string>;
 // answers reads (the default does not over these in-memory stores).
 inline strata::cache_options tiny_cache() { return {.max_bytes = 600, .reads = strata::read_caching::on}; }
 
-struct ordered_bare {
-    static auto make(env&) { return ordered("s"); }
-};
-struct hashed_bare {
-    static auto make(env&) { return hashed("s"); }
-};
-struct ordered_logged {
-    static auto make(env& e) { return ordered("s") | strata::logged(e.log); }
-};
 struct hashed_logged_direct {
     static auto make(env& e) { return strata::logged(hashed("s"), e.log); }
-};
-struct ordered_cached_only {
-    static auto make(env&) { return ordered("s") | strata::cached(tiny_cache()); }
-};
-struct ordered_metered_only {
-    static auto make(env& e) { return ordered("s") | strata::metered(e.registry); }
 };
 // Reads not cached (the default over an in-memory store): the cache only
 // coalesces, drops entries once flushed, and evicts dirty ones past the bound.
 struct hashed_logged_write_cache_tiny {
     static auto make(env& e) { return hashed("s") | strata::logged(e.log) | strata::cached({.max_bytes = 600}); }
 };
-struct ordered_logged_cached {
-    static auto make(env& e) { return ordered("s") | strata::logged(e.log) | strata::cached(tiny_cache()); }
-};
 struct hashed_full_stack {
     static auto make(env& e) {
         return hashed("s") | strata::logged(e.log) | strata::cached() | strata::metered(e.registry);
-    }
-};
-struct ordered_full_stack_tiny_cache_file_log {
-    static auto make(env& e) {
-        return ordered("s") | strata::logged(e.file_log()) | strata::cached(tiny_cache()) |
-               strata::metered(e.registry);
     }
 };
 struct ordered_policy {
@@ -101,26 +77,149 @@ struct hashed_decorate_scrambled {
     }
 };
 
-using kv_stacks = std::tuple<ordered_bare, hashed_bare, ordered_logged, hashed_logged_direct, ordered_cached_only,
-                             ordered_metered_only, ordered_logged_cached, hashed_logged_write_cache_tiny, hashed_full_stack,
-                             ordered_full_stack_tiny_cache_file_log, ordered_policy, hashed_decorate_scrambled>;
+// ---- the generated stacks: every store times every valid choice per layer
+// slot (no changelog, the memory log or the file log; cache or not; metrics
+// or not), built at compile time. A new store is a descriptor (how to make,
+// log and cache it) named in generated_stacks<...>; a new decorator is one
+// more slot in `layer_slots`.
+
+/// A layer slot's choice of nothing.
+struct no_layer {
+    static constexpr bool logs = false, caches = false;
+    template <class Store, class S>
+    static auto wrap(S&& s, env&) {
+        return std::forward<S>(s);
+    }
+};
+struct log_to_memory {
+    static constexpr bool logs = true, caches = false;
+    template <class Store, class S>
+    static auto wrap(S&& s, env& e) {
+        return std::forward<S>(s) | Store::logged(e.log);
+    }
+};
+struct log_to_file {
+    static constexpr bool logs = true, caches = false;
+    template <class Store, class S>
+    static auto wrap(S&& s, env& e) {
+        return std::forward<S>(s) | Store::logged(e.file_log());
+    }
+};
+struct cache_layer {
+    static constexpr bool logs = false, caches = true;
+    template <class Store, class S>
+    static auto wrap(S&& s, env&) {
+        return std::forward<S>(s) | strata::cached(Store::cache());
+    }
+};
+struct meter_layer {
+    static constexpr bool logs = false, caches = false;
+    template <class Store, class S>
+    static auto wrap(S&& s, env& e) {
+        return std::forward<S>(s) | strata::metered(e.registry);
+    }
+};
+
+/// The slots, innermost first; each lists its choices.
+using layer_slots = std::tuple<std::tuple<no_layer, log_to_memory, log_to_file>, std::tuple<no_layer, cache_layer>,
+                               std::tuple<no_layer, meter_layer>>;
+
+struct ordered_store {
+    static auto make() { return ordered("s"); }
+    template <class Log>
+    static auto logged(Log& log) {
+        return strata::logged(log);
+    }
+    static strata::cache_options cache() { return tiny_cache(); }
+    static constexpr bool cache_needs_log = false;
+};
+struct hashed_store {
+    static auto make() { return hashed("s"); }
+    template <class Log>
+    static auto logged(Log& log) {
+        return strata::logged(log);
+    }
+    static strata::cache_options cache() { return tiny_cache(); }
+    static constexpr bool cache_needs_log = false;
+};
+
+/// One generated stack: Store wrapped in Layers, innermost first.
+template <class Store, class... Layers>
+struct stack_of {
+    static auto make(env& e) { return wrap_all<Layers...>(Store::make(), e); }
+
+private:
+    template <class L, class... Rest, class S>
+    static auto wrap_all(S&& s, env& e) {
+        if constexpr (sizeof...(Rest) == 0) return L::template wrap<Store>(std::forward<S>(s), e);
+        else return wrap_all<Rest...>(L::template wrap<Store>(std::forward<S>(s), e), e);
+    }
+};
+
+namespace detail {
+template <class Prefix, class Choice>
+struct append;
+template <class... Ts, class Choice>
+struct append<std::tuple<Ts...>, Choice> {
+    using type = std::tuple<Ts..., Choice>;
+};
+template <class Prefix, class Choices>
+struct extend_one;
+template <class Prefix, class... Choices>
+struct extend_one<Prefix, std::tuple<Choices...>> {
+    using type = std::tuple<typename append<Prefix, Choices>::type...>;
+};
+template <class Prefixes, class Choices>
+struct extend;
+template <class... Prefixes, class Choices>
+struct extend<std::tuple<Prefixes...>, Choices> {
+    using type = decltype(std::tuple_cat(std::declval<typename extend_one<Prefixes, Choices>::type>()...));
+};
+/// Every way to pick one choice per slot, as tuples of layers.
+template <class Acc, class Slots>
+struct choices;
+template <class Acc>
+struct choices<Acc, std::tuple<>> {
+    using type = Acc;
+};
+template <class Acc, class Slot, class... Rest>
+struct choices<Acc, std::tuple<Slot, Rest...>> {
+    using type = typename choices<typename extend<Acc, Slot>::type, std::tuple<Rest...>>::type;
+};
+
+template <class Store, class Layers>
+struct make_stack;
+template <class Store, class... Layers>
+struct make_stack<Store, std::tuple<Layers...>> {
+    // A store whose updates only the logged layer can read cannot be cached without it.
+    static constexpr bool valid = !Store::cache_needs_log || !(Layers::caches || ...) || (Layers::logs || ...);
+    using type = std::conditional_t<valid, std::tuple<stack_of<Store, Layers...>>, std::tuple<>>;
+};
+template <class Store, class Picks>
+struct stacks_for;
+template <class Store, class... Picks>
+struct stacks_for<Store, std::tuple<Picks...>> {
+    using type = decltype(std::tuple_cat(std::declval<typename make_stack<Store, Picks>::type>()...));
+};
+}  // namespace detail
+
+/// Every valid stack of every store in Stores.
+template <class... Stores>
+using generated_stacks = decltype(std::tuple_cat(
+    std::declval<typename detail::stacks_for<Stores, typename detail::choices<std::tuple<std::tuple<>>, layer_slots>::type>::type>()...));
+
+// The ways of building a stack that the product does not cover: direct
+// calls, policies, decorate in scrambled order, the write-only cache.
+using kv_stacks = decltype(std::tuple_cat(
+    std::declval<generated_stacks<ordered_store, hashed_store>>(),
+    std::declval<std::tuple<hashed_logged_direct, hashed_logged_write_cache_tiny, hashed_full_stack, ordered_policy,
+                            hashed_decorate_scrambled>>()));
+static_assert(std::tuple_size_v<generated_stacks<ordered_store>> == 12);
 
 // ---- the relational table: its updates only reach it through logged
 using example::employee_table;
 using example::table_codec;
 
-struct table_bare {
-    static auto make(env&) { return employee_table("employees"); }
-};
-struct table_logged {
-    static auto make(env& e) { return employee_table("employees") | strata::logged(e.log, table_codec{}); }
-};
-struct table_logged_cached_tiny {
-    static auto make(env& e) {
-        return employee_table("employees") | strata::logged(e.log, table_codec{}) |
-               strata::cached({.max_bytes = 300});
-    }
-};
 struct table_full_stack_file_log {
     static auto make(env& e) {
         return strata::decorate(employee_table("employees"), strata::metered(e.registry),
@@ -128,7 +227,19 @@ struct table_full_stack_file_log {
     }
 };
 
-using table_stacks = std::tuple<table_bare, table_logged, table_logged_cached_tiny, table_full_stack_file_log>;
+struct table_store {
+    static auto make() { return employee_table("employees"); }
+    template <class Log>
+    static auto logged(Log& log) {
+        return strata::logged(log, table_codec{});
+    }
+    static strata::cache_options cache() { return {.max_bytes = 300}; }
+    static constexpr bool cache_needs_log = true;
+};
+
+using table_stacks = decltype(std::tuple_cat(std::declval<generated_stacks<table_store>>(),
+                                             std::declval<std::tuple<table_full_stack_file_log>>()));
+static_assert(std::tuple_size_v<generated_stacks<table_store>> == 10);
 
 /// The stacks of a list that have a changelog: the ones the restore law is about.
 template <class Stacks>
