@@ -10,6 +10,7 @@
 
 #include "kafka/kafka_test_support.hpp"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -91,4 +92,37 @@ TEST_CASE("a second producer with the same transactional id fences the first, wh
                                         "second-4"};
     CHECK(committed_keys(output) == want);
     CHECK(committed_keys(changelog) == want);
+}
+
+TEST_CASE("a broker restart in the middle of a transaction: the commit makes all of it visible, or none",
+          "[kafka][exactly-once][broker-restart]") {
+    const std::string script = kafka_test::broker_script();
+    const std::string output = kafka_test::make_topic("restart-txn-out");
+    const std::string changelog = kafka_test::make_topic("restart-txn-log");
+    const std::string id = kafka_test::unique_name("restart-txn");
+    bool committed = false;
+    {
+        kafka_test::broker_comes_back guard{script};
+        exactly_once eos(producer_options{kafka_test::bootstrap(), id, {}}, std::chrono::seconds(90));
+        kafka_changelog log(kafka_test::log_options(changelog), eos.shared_producer());
+        eos.begin();
+        write(eos, log, output, "half-", 500);
+        REQUIRE(kafka_test::run_broker_script(script, "kill") == 0);
+        REQUIRE(kafka_test::run_broker_script(script, "start --keep-data") == 0);
+        try {
+            write(eos, log, output, "rest-", 500);
+            commit(eos);
+            committed = true;
+        } catch (const kafka_error& e) {
+            INFO("the commit failed: " << e.what());  // allowed: the transaction is then aborted
+        }
+    }
+    // Whatever the commit said, a reader sees all 1,000 records of the
+    // transaction or none; a commit that returned means all.
+    const auto out = committed_keys(output);
+    const auto logged = committed_keys(changelog);
+    INFO("committed: " << committed << ", visible outputs: " << out.size());
+    CHECK((out.size() == 0 || out.size() == 1000));
+    CHECK(logged.size() == out.size());
+    if (committed) CHECK(out.size() == 1000);
 }
