@@ -1,0 +1,356 @@
+// The network between strata and the broker misbehaves: every byte passes a
+// local TCP proxy (test/support/tcp_proxy.py) that the test switches between
+// passing, delaying, stalling, dropping every connection and refusing new
+// ones. The test starts its own broker (ports 19892/19893) that advertises the
+// proxy's address (19894), so that after bootstrapping the clients still talk
+// through the proxy. flush() either returns (every record below the returned
+// offset is then in the log) or throws kafka_error; no acknowledged record is
+// lost and, with the idempotent producer, none is written twice. A replay
+// that stalls mid-way waits and reads every record once. The broker and the
+// proxy are stopped on every path.
+
+#include "kafka_test_support.hpp"
+#include "../support/temp_dir.hpp"
+
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/changelog.hpp>
+#include <strata/kafka/error.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <exception>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using strata::kafka::kafka_changelog;
+
+namespace {
+
+constexpr int broker_port = 19892;
+constexpr int controller_port = 19893;
+constexpr int proxy_port = 19894;
+const std::string proxy_bootstrap = "127.0.0.1:" + std::to_string(proxy_port);
+
+std::string key_of(int i) { return "r" + std::to_string(i); }
+
+/// test/support/tcp_proxy.py, found next to this source file.
+std::string proxy_script() {
+    if (const char* p = std::getenv("STRATA_TCP_PROXY"); p != nullptr && *p != '\0') return p;
+    return (std::filesystem::path(__FILE__).parent_path().parent_path() / "support" / "tcp_proxy.py").string();
+}
+
+/// The proxy as a child process, driven through its control socket; killed
+/// (SIGTERM, then SIGKILL) and reaped when it goes out of scope.
+class proxy_process {
+public:
+    explicit proxy_process(std::string control) : control_(std::move(control)) {
+        const std::string script = proxy_script();
+        REQUIRE(std::filesystem::exists(script));
+        const std::string port = std::to_string(proxy_port), target = std::to_string(broker_port);
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            ::execlp("python3", "python3", script.c_str(), "--port", port.c_str(), "--target", target.c_str(),
+                     "--control", control_.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        // Ready once the control socket answers.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+        std::string answer;
+        while (!try_command("status", answer)) {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                FAIL("the proxy exited at startup (port " << proxy_port << " in use?)");
+            }
+            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    proxy_process(const proxy_process&) = delete;
+    proxy_process& operator=(const proxy_process&) = delete;
+    ~proxy_process() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGTERM);
+        for (int i = 0; i < 50; ++i) {
+            if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+
+    /// Switches the mode ("pass", "delay 50", "stall", "drop", "refuse");
+    /// throws unless the proxy answers "ok".
+    void set(const std::string& command) const {
+        std::string answer;
+        if (!try_command(command, answer) || answer.rfind("ok", 0) != 0)
+            throw std::runtime_error("proxy command '" + command + "' failed: " + answer);
+    }
+
+private:
+    bool try_command(const std::string& command, std::string& answer) const {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0) return false;
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, control_.c_str(), sizeof(addr.sun_path) - 1);
+        bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+        const std::string line = command + "\n";
+        ok = ok && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+        answer.clear();
+        char c = 0;
+        while (ok && ::read(fd, &c, 1) == 1 && c != '\n') answer += c;
+        ::close(fd);
+        return ok && !answer.empty();
+    }
+
+    std::string control_;
+    pid_t pid_ = -1;
+};
+
+/// The dedicated broker: the broker script with this test's ports and run
+/// dir, advertising the proxy. Stopped when it goes out of scope.
+class dedicated_broker {
+public:
+    dedicated_broker(std::string script, const std::filesystem::path& run_dir)
+        : prefix_("STRATA_KAFKA_PORT=" + std::to_string(broker_port) +
+                  " STRATA_KAFKA_CONTROLLER_PORT=" + std::to_string(controller_port) + " STRATA_KAFKA_RUN_DIR='" +
+                  run_dir.string() + "' STRATA_KAFKA_STOP_TIMEOUT=10" +
+                  " STRATA_KAFKA_EXTRA_PROPERTIES='advertised.listeners=PLAINTEXT://" + proxy_bootstrap + "' '" +
+                  script + "' ") {}
+    dedicated_broker(const dedicated_broker&) = delete;
+    dedicated_broker& operator=(const dedicated_broker&) = delete;
+    ~dedicated_broker() { (void)run("stop"); }
+
+    int run(const std::string& command) const {
+        const std::string cmd = prefix_ + command + " >&2";
+        return std::system(cmd.c_str());
+    }
+
+private:
+    std::string prefix_;
+};
+
+strata::kafka::kafka_changelog_options options(const std::string& topic) {
+    strata::kafka::kafka_changelog_options o;
+    o.bootstrap_servers = proxy_bootstrap;
+    o.topic = topic;
+    o.request_timeout = std::chrono::milliseconds(30'000);
+    // Reconnect quickly after a drop or a refusal; a stall (4 s) is far
+    // shorter than the message timeout.
+    o.producer_settings = {{"message.timeout.ms", "20000"},
+                           {"linger.ms", "5"},
+                           {"reconnect.backoff.ms", "50"},
+                           {"reconnect.backoff.max.ms", "1000"}};
+    o.consumer_settings = {{"reconnect.backoff.ms", "50"}, {"reconnect.backoff.max.ms", "1000"}};
+    return o;
+}
+
+std::string make_topic(const std::string& what) {
+    const std::string topic = kafka_test::unique_name(what);
+    strata::kafka::topic_options o;
+    o.bootstrap_servers = proxy_bootstrap;
+    o.partitions = 1;
+    REQUIRE(strata::kafka::ensure_topic(topic, o) == strata::kafka::topic_status::created);
+    return topic;
+}
+
+void append(kafka_changelog& log, int i) {
+    const std::string k = key_of(i);
+    log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
+}
+
+/// Runs `f` on a thread after `after`; joined when it goes out of scope. An
+/// exception from `f` is kept and rethrown by done().
+struct later {
+    std::thread t;
+    std::exception_ptr error;
+    template <class F>
+    later(std::chrono::milliseconds after, F f)
+        : t([this, after, f = std::move(f)] {
+              std::this_thread::sleep_for(after);
+              try {
+                  f();
+              } catch (...) {
+                  error = std::current_exception();
+              }
+          }) {}
+    later(const later&) = delete;
+    later& operator=(const later&) = delete;
+    ~later() {
+        if (t.joinable()) t.join();
+    }
+    void done() {
+        if (t.joinable()) t.join();
+        if (error) std::rethrow_exception(error);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("network faults through a proxy: flush returns or throws, nothing acknowledged is lost or doubled",
+          "[kafka][network-faults]") {
+    using namespace std::chrono_literals;
+    const std::string script = kafka_test::broker_script();
+    test_support::temp_dir dir;
+    // The proxy first, in pass mode: the broker's readiness probe asks the
+    // broker for metadata, which names the proxy's address.
+    proxy_process proxy((dir / "proxy.sock").string());
+    dedicated_broker broker(script, dir / "kafka-run");
+    REQUIRE(broker.run("start") == 0);
+
+    // One broker start for both parts: it is the slow step.
+    {  // writes under delay, stall, drop and refusal
+        const std::string topic = make_topic("net-faults");
+        const auto o = options(topic);
+        int appended = 0;
+        std::uint64_t acknowledged_end = 0;
+        bool flush_failed = false;
+        std::string failure;
+        {
+            kafka_changelog log(o);
+            auto write = [&](int n) {
+                for (int j = 0; j < n; ++j) append(log, appended++);
+            };
+            auto flush = [&] {
+                const std::uint64_t end = log.flush();
+                REQUIRE(end >= acknowledged_end);
+                acknowledged_end = end;
+            };
+            try {
+                write(300);  // pass
+                flush();
+                REQUIRE(acknowledged_end == 300);
+
+                proxy.set("delay 50");
+                for (int k = 0; k < 3; ++k) {
+                    write(300);
+                    flush();
+                }
+
+                proxy.set("stall");  // flush waits until the proxy passes again
+                write(300);
+                {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    later pass(4000ms, [&] { proxy.set("pass"); });
+                    flush();
+                    pass.done();
+                    CHECK(std::chrono::steady_clock::now() - t0 >= 3000ms);  // it did wait for the stall
+                }
+
+                write(300);  // every connection dropped while the records are in flight
+                {
+                    later drop(20ms, [&] { proxy.set("drop"); });
+                    flush();
+                    drop.done();
+                }
+                for (int k = 0; k < 2; ++k) {
+                    proxy.set("drop");  // dropped between flushes
+                    write(300);
+                    flush();
+                }
+
+                proxy.set("drop");  // dropped, then refused for a while
+                proxy.set("refuse");
+                write(300);
+                {
+                    later pass(1500ms, [&] { proxy.set("pass"); });
+                    flush();
+                    pass.done();
+                }
+
+                write(300);  // stalled, then dropped
+                proxy.set("stall");
+                {
+                    later drop(2000ms, [&] { proxy.set("drop"); });
+                    flush();
+                    drop.done();
+                }
+
+                proxy.set("pass");
+                write(300);
+                flush();
+            } catch (const strata::kafka::kafka_error& e) {
+                // Allowed: the failure is reported, never swallowed. Writing
+                // stops here; what was acknowledged before must be there.
+                flush_failed = true;
+                failure = e.what();
+                WARN("flush threw kafka_error: " << e.what());
+            }
+        }
+        proxy.set("pass");
+        INFO("appended " << appended << ", acknowledged " << acknowledged_end
+                         << (flush_failed ? ", a flush threw: " + failure : std::string()));
+
+        // Read everything back, through the proxy.
+        kafka_changelog reader(o);
+        std::map<int, int> seen;
+        int last = -1;
+        strata::offset_t next = 0;
+        for (const strata::record_view r : reader.replay(0)) {
+            REQUIRE(r.offset >= next);
+            next = r.offset + 1;
+            const std::string k(strata::as_chars(r.key));
+            REQUIRE(strata::as_chars(*r.value) == k);
+            const int i = std::stoi(k.substr(1));
+            REQUIRE(i > last);  // in order, none twice
+            last = i;
+            ++seen[i];
+        }
+        for (int i = 0; i < static_cast<int>(acknowledged_end); ++i) {
+            INFO("record " << key_of(i));
+            REQUIRE(seen[i] == 1);
+        }
+        for (const auto& [i, count] : seen) REQUIRE(count == 1);
+        if (!flush_failed) {
+            REQUIRE(acknowledged_end == static_cast<std::uint64_t>(appended));
+            REQUIRE(seen.size() == static_cast<std::size_t>(appended));
+        }
+    }
+
+    {  // a replay that stalls mid-way waits and reads every record once
+        const std::string topic = make_topic("net-faults-restore");
+        auto o = options(topic);
+        constexpr int n = 20'000;
+        {
+            kafka_changelog log(o);
+            for (int i = 0; i < n; ++i) append(log, i);
+            REQUIRE(log.flush() == static_cast<std::uint64_t>(n));
+        }
+        // Fetch little ahead, so that most of the topic is read after the stall.
+        o.consumer_settings["queued.max.messages.kbytes"] = "16";
+        o.consumer_settings["fetch.message.max.bytes"] = "16384";
+        kafka_changelog reader(o);
+        int seen = 0;
+        bool stalled = false;
+        std::optional<later> resume;
+        const auto replay_began = std::chrono::steady_clock::now();
+        for (const strata::record_view r : reader.replay(0)) {
+            REQUIRE(r.offset == static_cast<strata::offset_t>(seen));
+            REQUIRE(std::string(strata::as_chars(r.key)) == key_of(seen));
+            ++seen;
+            if (seen == 500 && !stalled) {
+                stalled = true;
+                proxy.set("stall");
+                resume.emplace(3000ms, [&] { proxy.set("pass"); });
+            }
+        }
+        if (resume) resume->done();
+        const auto took = std::chrono::steady_clock::now() - replay_began;
+        CHECK(stalled);
+        CHECK(seen == n);
+        CHECK(took >= 3000ms);  // the replay did wait for the stalled proxy
+    }
+}
