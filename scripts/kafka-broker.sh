@@ -26,7 +26,10 @@
 #   tool CLASS ARGS...    run any main class from the broker's jars
 #
 # Environment (all optional):
-#   STRATA_KAFKA_VERSION          Kafka version from Maven Central (3.9.1)
+#   STRATA_KAFKA_VERSION          Kafka version from Maven Central (3.9.1);
+#                                 4.x (e.g. 4.4.0) works too: its jars come
+#                                 through scripts/kafka/pom-4.xml and it logs
+#                                 through log4j2 instead of log4j 1
 #   STRATA_CACHE_DIR              cache root (<repo>/.cache); the jars go to
 #                                 $STRATA_CACHE_DIR/kafka-<version>/libs
 #   STRATA_KAFKA_LIBS_DIR         the jar folder itself, overriding the above
@@ -66,15 +69,31 @@ readonly default_jvm_opts="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.h
 readonly jvm_opts="${STRATA_KAFKA_JVM_OPTS:-${default_jvm_opts}}"
 readonly start_timeout="${STRATA_KAFKA_START_TIMEOUT:-120}"
 readonly stop_timeout="${STRATA_KAFKA_STOP_TIMEOUT:-30}"
-readonly pom="${script_dir}/kafka/pom.xml"
+readonly kafka_major="${kafka_version%%.*}"
+# Kafka 4 replaced log4j 1 (reload4j) with log4j2: another logging backend in
+# the pom, another config file format and system property.
+if [[ "${kafka_major}" =~ ^[0-9]+$ ]] && ((kafka_major >= 4)); then
+  readonly log4j2=1
+  readonly pom="${script_dir}/kafka/pom-4.xml"
+else
+  readonly log4j2=0
+  readonly pom="${script_dir}/kafka/pom.xml"
+fi
 
 readonly bootstrap="127.0.0.1:${port}"
 readonly data_dir="${run_dir}/data"
 readonly logs_dir="${run_dir}/logs"
 readonly pid_file="${run_dir}/broker.pid"
 readonly props_file="${run_dir}/server.properties"
-readonly log4j_file="${run_dir}/log4j.properties"
-readonly tools_log4j_file="${run_dir}/tools-log4j.properties"
+if ((log4j2)); then
+  readonly log4j_file="${run_dir}/log4j2.properties"
+  readonly tools_log4j_file="${run_dir}/tools-log4j2.properties"
+  readonly log4j_property="-Dlog4j2.configurationFile"
+else
+  readonly log4j_file="${run_dir}/log4j.properties"
+  readonly tools_log4j_file="${run_dir}/tools-log4j.properties"
+  readonly log4j_property="-Dlog4j.configuration"
+fi
 readonly console_file="${logs_dir}/console.out"
 readonly server_log="${logs_dir}/server.log"
 
@@ -237,6 +256,10 @@ EOF
     printf '\n# From STRATA_KAFKA_EXTRA_PROPERTIES\n%s\n' "${STRATA_KAFKA_EXTRA_PROPERTIES}" >>"${props_file}"
   fi
 
+  if ((log4j2)); then
+    write_log4j2_config
+    return
+  fi
   # server.log is what readiness is read from; the cleaner and the state
   # change logs get their own files so server.log stays readable.
   cat >"${log4j_file}" <<'EOF'
@@ -269,6 +292,61 @@ log4j.appender.stderr=org.apache.log4j.ConsoleAppender
 log4j.appender.stderr.Target=System.err
 log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
 log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOF
+}
+
+# The same logging as above in log4j2's properties syntax (Kafka 4.x).
+write_log4j2_config() {
+  cat >"${log4j_file}" <<'EOF'
+name=strata-kafka-broker
+appender.server.type=File
+appender.server.name=server
+appender.server.fileName=${sys:kafka.logs.dir}/server.log
+appender.server.layout.type=PatternLayout
+appender.server.layout.pattern=[%d] %p %m (%c)%n
+appender.cleaner.type=File
+appender.cleaner.name=cleaner
+appender.cleaner.fileName=${sys:kafka.logs.dir}/log-cleaner.log
+appender.cleaner.layout.type=PatternLayout
+appender.cleaner.layout.pattern=[%d] %p %m (%c)%n
+
+rootLogger.level=INFO
+rootLogger.appenderRef.server.ref=server
+
+logger.cleaner.name=kafka.log.LogCleaner
+logger.cleaner.level=INFO
+logger.cleaner.additivity=false
+logger.cleaner.appenderRef.cleaner.ref=cleaner
+logger.cleaner2.name=org.apache.kafka.storage.internals.log.LogCleaner
+logger.cleaner2.level=INFO
+logger.cleaner2.additivity=false
+logger.cleaner2.appenderRef.cleaner.ref=cleaner
+logger.cleaner3.name=kafka.log.Cleaner
+logger.cleaner3.level=INFO
+logger.cleaner3.additivity=false
+logger.cleaner3.appenderRef.cleaner.ref=cleaner
+logger.cleaner4.name=kafka.log.LogCleanerManager
+logger.cleaner4.level=INFO
+logger.cleaner4.additivity=false
+logger.cleaner4.appenderRef.cleaner.ref=cleaner
+
+logger.statechange.name=state.change.logger
+logger.statechange.level=WARN
+logger.request.name=kafka.request.logger
+logger.request.level=WARN
+logger.clients.name=org.apache.kafka.clients
+logger.clients.level=WARN
+EOF
+
+  cat >"${tools_log4j_file}" <<'EOF'
+name=strata-kafka-tools
+appender.stderr.type=Console
+appender.stderr.name=stderr
+appender.stderr.target=SYSTEM_ERR
+appender.stderr.layout.type=PatternLayout
+appender.stderr.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=WARN
+rootLogger.appenderRef.stderr.ref=stderr
 EOF
 }
 
@@ -308,7 +386,7 @@ cmd_start() {
     rm -rf "${data_dir}" "${logs_dir:?}"/*
     local cluster_id
     cluster_id="$(random_cluster_id)"
-    java -cp "${libs_dir}/*" -Dlog4j.configuration="file:${tools_log4j_file}" \
+    java -cp "${libs_dir}/*" "${log4j_property}=file:${tools_log4j_file}" \
       kafka.tools.StorageTool format -t "${cluster_id}" -c "${props_file}" \
       >"${logs_dir}/format.out" 2>&1 \
       || { cat "${logs_dir}/format.out" >&2; die "formatting ${data_dir} failed"; }
@@ -325,7 +403,7 @@ cmd_start() {
   # 9>&- 8>&-: the broker must not inherit (and hold forever) our lock files.
   # shellcheck disable=SC2086 # jvm_opts is a list of options
   setsid java -Xms64m -Xmx"${heap}" ${jvm_opts} \
-    -Dkafka.logs.dir="${logs_dir}" -Dlog4j.configuration="file:${log4j_file}" \
+    -Dkafka.logs.dir="${logs_dir}" "${log4j_property}=file:${log4j_file}" \
     -cp "${libs_dir}/*" kafka.Kafka "${props_file}" \
     </dev/null >>"${console_file}" 2>&1 9>&- 8>&- &
   pid=$!
@@ -450,7 +528,7 @@ run_tool() {
   mkdir -p "${run_dir}"
   [[ -f "${tools_log4j_file}" ]] || write_config
   java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
-    -Dlog4j.configuration="file:${tools_log4j_file}" -cp "${libs_dir}/*" "$@"
+    "${log4j_property}=file:${tools_log4j_file}" -cp "${libs_dir}/*" "$@"
 }
 
 main() {
