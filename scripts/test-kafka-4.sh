@@ -33,5 +33,17 @@ trap '"${broker}" stop' EXIT
 eval "$("${broker}" env)"
 export STRATA_KAFKA_BROKER_SCRIPT="${broker}"
 
+# The interoperability test's Kafka Streams peer is built against Kafka
+# Streams 3.9.1 (its pom); it talks to the 4.x broker as a 3.9.1 client.
+peer_wrapper="${STRATA_KAFKA_RUN_DIR}/peer-kafka-streams"
+mkdir -p "${STRATA_KAFKA_RUN_DIR}"
+cat >"${peer_wrapper}" <<WRAPPER
+#!/usr/bin/env bash
+STRATA_KAFKA_VERSION="${STRATA_PEER_KAFKA_VERSION:-3.9.1}" exec "${root}/scripts/peer-kafka-streams.sh" "\$@"
+WRAPPER
+chmod +x "${peer_wrapper}"
+"${peer_wrapper}" build
+export STRATA_PEER_KAFKA_STREAMS="${peer_wrapper}"
+
 echo "strata: Kafka tests against Kafka ${STRATA_KAFKA_VERSION} on ${STRATA_KAFKA_BOOTSTRAP}" >&2
 ctest --test-dir "${build}" --output-on-failure -L kafka "$@"
