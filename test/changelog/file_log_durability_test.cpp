@@ -314,3 +314,59 @@ TEST_CASE("repair rebuilds a lost manifest from the segments", "[file_log][durab
     file_log log(dir.path(), opts);
     CHECK(collect(log.replay(0)).size() == records.size());
 }
+
+TEST_CASE("repair cuts a segment that starts below the end of the segment before it", "[file_log][durability]") {
+    // Found by fuzzing (test/fuzz/file_log_fuzz.cpp): repair kept such a
+    // segment as the active one, emptied, so the repaired log still started
+    // below its predecessor's end and neither opened nor could be repaired.
+    const file_log_options opts{.segment_bytes = 200};
+    temp_dir dir;
+    const auto records = build(dir.path(), opts, 10);
+    const auto segs = segments(dir.path());
+    const auto bases = file_log(dir.path(), opts).segment_base_offsets();
+    REQUIRE(segs.size() >= 3);
+    REQUIRE(bases[1] > 1);
+    // The manifest is lost and a segment file named for offset 1 appears:
+    // rebuilt from the files, the log lists it between the first two.
+    std::filesystem::remove(dir.path() / "strata.manifest");
+    const auto stray = dir.path() / "00000000000000000001.log";
+    write_bytes(stray, read_bytes(segs.back()));
+
+    const auto repaired = file_log::repair(dir.path());
+    CHECK_FALSE(repaired.intact);
+    CHECK(repaired.damaged_file == stray);
+    CHECK(repaired.intact_end == bases[1]);
+    const auto check = file_log::verify(dir.path());
+    INFO(check.problem);
+    CHECK(check.intact);
+    file_log log(dir.path(), opts);
+    CHECK(log.end_offset() == bases[1]);
+    const auto got = collect(log.replay(0));
+    REQUIRE(got.size() == bases[1]);
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == records[i]);
+    CHECK(log.append(make_record("after repair", "1").view()) == bases[1]);
+    CHECK(log.flush() == bases[1] + 1);
+}
+
+TEST_CASE("repair of a damaged manifest with no segment left starts the log over", "[file_log][durability]") {
+    // Found by fuzzing (test/fuzz/file_log_fuzz.cpp): with no segment file to
+    // rebuild the manifest from, repair left the damaged manifest in place
+    // and reported the log repaired, but it still did not open.
+    temp_dir dir;
+    build(dir.path(), {}, 2);
+    for (const auto& seg : segments(dir.path())) std::filesystem::remove(seg);
+    auto manifest = read_bytes(dir.path() / "strata.manifest");
+    manifest[0] = 'X';
+    write_bytes(dir.path() / "strata.manifest", manifest);
+    require_refused(dir.path(), dir.path() / "strata.manifest", 0, "not a file_log manifest");
+
+    const auto repaired = file_log::repair(dir.path());
+    CHECK_FALSE(repaired.intact);
+    CHECK(repaired.intact_end == 0);
+    CHECK(file_log::verify(dir.path()).intact);
+    file_log log(dir.path());
+    CHECK(log.end_offset() == 0);
+    CHECK(collect(log.replay(0)).empty());
+    CHECK(log.append(make_record("after repair", "1").view()) == 0);
+    CHECK(log.flush() == 1);
+}

@@ -434,6 +434,9 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
         if (s.base < c.intact_end) {
             c.found_damage(s.path, 0, "segment starts at offset " + std::to_string(s.base) +
                                   ", below the end of the segment before it (" + std::to_string(c.intact_end) + ")");
+            // None of it is intact: the log ends with the whole segment before it.
+            r.intact_segments = i;
+            r.intact_bytes = r.segments[i - 1].bytes;
             return;
         }
         c.intact_end = s.base;
@@ -586,7 +589,15 @@ file_log_check basic_file_log<Fs>::repair(const std::filesystem::path& dir, Fs f
         std::vector<detail::manifest_entry> entries;
         for (const auto& name : fs.list(dir))
             if (const auto base = detail::parse_segment_file_name(name)) entries.push_back({*base, 0});
-        if (entries.empty()) return r.check;
+        if (entries.empty()) {
+            // No segment to rebuild it from: the log holds nothing, and opens
+            // as a new log once its damaged manifest is gone.
+            if (fs.exists(dir / detail::manifest_name)) {
+                fs.remove(dir / detail::manifest_name);
+                fs.sync_directory(dir);
+            }
+            return r.check;
+        }
         std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.base < b.base; });
         for (std::size_t i = 0; i + 1 < entries.size(); ++i) {
             const auto path = dir / detail::segment_file_name(entries[i].base);
