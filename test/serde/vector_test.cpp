@@ -100,3 +100,28 @@ TEST_CASE("a count of elements that encode to no bytes is bounded too", "[serde]
     CHECK(decode<std::vector<nothing>>(encode(std::vector<nothing>(4096))).size() == 4096);
     CHECK_THROWS_AS(decode<std::vector<nothing>>(encode(std::vector<nothing>(4097))), serde_error);
 }
+
+TEST_CASE("elements that encode to no bytes are bounded by the whole input, however nested", "[serde][vector]") {
+    // Found by fuzzing (test/fuzz/serde_fuzz.cpp, its allocation bound):
+    // every inner vector may count the bytes left plus 4096 such elements,
+    // so 1000 inner counts of 4096 in 4,004 bytes decoded into 4 million
+    // elements (several megabytes; a megabyte of input into hundreds of
+    // gigabytes). One decode now makes at most its input's size plus 4096
+    // of them, in all.
+    byte_buffer b = write_nested(std::uint32_t{1000});
+    for (int i = 0; i < 1000; ++i) {
+        const byte_buffer count = write_nested(std::uint32_t{4096});
+        b.insert(b.end(), count.begin(), count.end());
+    }
+    const std::string msg = decode_error<std::vector<std::vector<nothing>>>(b);
+    CHECK_THAT(msg, Catch::Contains("encode to no bytes"));
+    // Real nested vectors of them within that allowance still decode.
+    const auto ok = decode<std::vector<std::vector<nothing>>>(
+        encode(std::vector<std::vector<nothing>>{std::vector<nothing>(3000), {}, std::vector<nothing>(1000)}));
+    REQUIRE(ok.size() == 3);
+    CHECK(ok[0].size() == 3000);
+    CHECK(ok[2].size() == 1000);
+    CHECK_THROWS_AS(
+        decode<std::vector<std::vector<nothing>>>(encode(std::vector<std::vector<nothing>>(2, std::vector<nothing>(3000)))),
+        serde_error);
+}

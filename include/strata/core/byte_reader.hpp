@@ -40,6 +40,11 @@ public:
         throw serde_error(type_name_, pos_, what);
     }
 
+    /// @brief Counts one more element decoded from no bytes at all (see
+    /// serde/vector.hpp, which bounds them per reader).
+    /// @returns how many this reader has counted
+    std::size_t count_empty_element() noexcept { return ++empty_elements_; }
+
     /// @brief Throws unless every byte was consumed: trailing bytes mean the
     /// input was not written as this type.
     void expect_end() const {
@@ -51,6 +56,7 @@ private:
     bytes_view data_;
     std::size_t pos_ = 0;
     std::string_view type_name_;
+    std::size_t empty_elements_ = 0;
 };
 
 }  // namespace strata

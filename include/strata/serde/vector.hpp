@@ -12,7 +12,10 @@
 /// with no fields) the count can name at most the remaining bytes plus 4096
 /// elements (`max_elements_beyond_input`); a larger one is refused as corrupt.
 /// The reader reserves no more than the remaining bytes and stops at the
-/// first element that runs out of input. Give such serdes a `min_size`.
+/// first element that runs out of input. Elements that were read from no
+/// bytes at all are counted over the whole decode (every vector, nested ones
+/// too): more than the input's size plus 4096 of them is refused as corrupt.
+/// Give such serdes a `min_size`.
 ///
 /// `byte_buffer` (`std::vector<std::byte>`) nested in a composite is this
 /// format too: count, then the bytes. As a whole record it is raw bytes like
@@ -28,6 +31,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -71,7 +75,24 @@ struct serde<std::vector<T>> {
             // With min_each == 0 the count was not checked: reserve no more
             // than the input could hold and let the vector grow past that.
             v.reserve(min_each > 0 ? n : std::min(n, in.remaining()));
-            for (std::size_t i = 0; i < n; ++i) v.push_back(serde<T>::read(in));
+            for (std::size_t i = 0; i < n; ++i) {
+                if constexpr (min_each == 0) {
+                    const std::size_t at = in.position();
+                    v.push_back(serde<T>::read(in));
+                    // Elements read from no bytes cost memory but no input: a
+                    // whole decode makes at most its input's size plus 4096 of
+                    // them, however many vectors (nested ones too) count them.
+                    if (in.position() == at &&
+                        in.count_empty_element() >
+                            in.position() + in.remaining() + detail::serdes::max_elements_beyond_input)
+                        in.fail("more elements that encode to no bytes than the input's " +
+                                std::to_string(in.position() + in.remaining()) + " bytes plus " +
+                                std::to_string(detail::serdes::max_elements_beyond_input) +
+                                " (corrupt input)");
+                } else {
+                    v.push_back(serde<T>::read(in));
+                }
+            }
         }
         return v;
     }
