@@ -109,10 +109,11 @@ for t in "${targets[@]}"; do
     -dict="${root}/test/fuzz/strata.dict" -artifact_prefix="${scratch}/${t}/artifacts/" \
     "${scratch}/${t}/corpus" >"${log}" 2>&1 || status=$?
 
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "${log}" | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "${log}" | tail -1 | cut -d' ' -f2)
-  ft=$(grep -o 'ft: [0-9]*' "${log}" | tail -1 | cut -d' ' -f2)
+  # A run that fails while it loads its corpus prints no figures at all.
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1 || true)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "${log}" | tail -1 || true)
+  cov=$( (grep -o 'cov: [0-9]*' "${log}" || true) | tail -1 | cut -d' ' -f2)
+  ft=$( (grep -o 'ft: [0-9]*' "${log}" || true) | tail -1 | cut -d' ' -f2)
   corpus=$(find "${scratch}/${t}/corpus" -type f | wc -l)
   crashes=$(find "${scratch}/${t}/artifacts" -type f ! -name 'slow-unit-*' | wc -l)
   if ((status != 0 || crashes != 0)); then
