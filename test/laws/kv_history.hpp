@@ -3,9 +3,8 @@
 // step: the workload of the kv laws, shared by every suite that runs them
 // (in memory, on the file log, on Kafka).
 
-#include <catch2/catch.hpp>
-
 #include <strata/core/concepts.hpp>
+#include <strata/testing/kv_laws.hpp>
 
 #include <cstdint>
 #include <map>
@@ -37,52 +36,20 @@ struct no_flush_hook {
 };
 
 /// Runs `steps` random operations (put, erase, each also through apply;
-/// get; flush) on s and on the model m, checking every result against m.
-/// Calls `flushed()` right after each flush of s, when m holds the state
-/// that flush made durable.
+/// get; flush) on s and on the model m, checking every result against m:
+/// strata::testing::run_kv_history over int64 keys in [key_lo, key_hi] and
+/// strings of 0 to 40 letters. Calls `flushed()` right after each flush of
+/// s, when m holds the state that flush made durable.
 template <class S, class Flushed = no_flush_hook>
 void run_kv_history(S& s, kv_model& m, std::uint64_t seed, int steps, history_options o = {},
                     Flushed flushed = {}) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::int64_t> key(o.key_lo, o.key_hi);
-    std::uniform_int_distribution<int> op(0, 9), len(0, 40), flush(1, o.flush_one_in);
-    for (int i = 0; i < steps; ++i) {
-        const std::int64_t k = key(rng);
-        switch (op(rng)) {
-            case 0:
-            case 1: {
-                const bool existed = m.erase(k) != 0;
-                REQUIRE(s.erase(k) == existed);
-                break;
-            }
-            case 2:  // the same through apply
-                m.erase(k);
-                s.apply(strata::erase_op<std::int64_t>{k});
-                break;
-            case 3: {
-                std::string v(static_cast<std::size_t>(len(rng)), static_cast<char>('a' + i % 26));
-                m[k] = v;
-                s.apply(strata::put_op<std::int64_t, std::string>{k, v});
-                break;
-            }
-            case 4:
-            case 5:
-                REQUIRE(s.get(k) == (m.contains(k) ? std::optional(m[k]) : std::nullopt));
-                break;
-            case 6:
-                if constexpr (requires { s.flush(); })
-                    if (flush(rng) == 1) {
-                        s.flush();
-                        flushed();
-                    }
-                break;
-            default: {
-                std::string v = std::to_string(i) + std::string(static_cast<std::size_t>(len(rng)), 'x');
-                m[k] = v;
-                s.put(k, v);
-            }
-        }
-    }
+    std::uniform_int_distribution<std::int64_t> key_in(o.key_lo, o.key_hi);
+    std::uniform_int_distribution<std::size_t> len(0, 40);
+    auto key = [&](std::mt19937_64& r) { return key_in(r); };
+    auto value = [&](std::mt19937_64& r) { return std::string(len(r), static_cast<char>('a' + r() % 26)); };
+    const strata::testing::kv_law_options opts{
+        .first_seed = seed, .last_seed = seed, .steps = steps, .flush_one_in = o.flush_one_in};
+    strata::testing::run_kv_history("the kv laws", s, m, seed, opts, key, value, flushed);
 }
 
 }  // namespace laws

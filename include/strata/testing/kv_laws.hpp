@@ -60,62 +60,6 @@ auto contents_of(const S& s) {
     throw law_violation(out.str());
 }
 
-/// One random history of puts, erases (directly and through apply), gets
-/// and flushes, on the store and on a std::map; checks every result.
-/// Calls `flushed()` right after each flush.
-template <class S, class KeyGen, class ValueGen, class Flushed>
-void run_history(const char* law, S& s, std::map<typename S::key_type, typename S::mapped_type>& m,
-                 std::uint64_t seed, const kv_law_options& o, KeyGen& key, ValueGen& value, Flushed&& flushed) {
-    using K = typename S::key_type;
-    using V = typename S::mapped_type;
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> op(0, 9), flush(1, o.flush_one_in < 1 ? 1 : o.flush_one_in);
-    for (int step = 0; step < o.steps; ++step) {
-        const K k = key(rng);
-        switch (op(rng)) {
-            case 0:
-            case 1: {
-                const bool existed = m.erase(k) != 0;
-                if (s.erase(k) != existed)
-                    violated(law, seed, step, existed ? "erase of a present key returned false"
-                                                      : "erase of an absent key returned true");
-                break;
-            }
-            case 2:
-                m.erase(k);
-                s.apply(erase_op<K>{k});
-                break;
-            case 3: {
-                V v = value(rng);
-                m.insert_or_assign(k, v);
-                s.apply(put_op<K, V>{k, std::move(v)});
-                break;
-            }
-            case 4:
-            case 5: {
-                const auto it = m.find(k);
-                const std::optional<V> want = it == m.end() ? std::nullopt : std::optional<V>(it->second);
-                if (s.get(k) != want)
-                    violated(law, seed, step, want ? "get returned another value than the last put"
-                                                   : "get returned a value for an absent key");
-                break;
-            }
-            case 6:
-                if constexpr (requires { s.flush(); })
-                    if (flush(rng) == 1) {
-                        s.flush();
-                        flushed();
-                    }
-                break;
-            default: {
-                V v = value(rng);
-                m.insert_or_assign(k, v);
-                s.put(k, v);
-            }
-        }
-    }
-}
-
 template <class S, class M>
 void require_contents(const char* law, std::uint64_t seed, const S& s, const M& want) {
     if constexpr (requires { s.all(); }) {
@@ -136,6 +80,65 @@ void require_contents(const char* law, std::uint64_t seed, const S& s, const M& 
 
 }  // namespace detail
 
+/// @brief One random history of puts, erases (directly and through apply),
+/// gets and flushes, on the store and on a std::map; checks every result
+/// and throws `law_violation` naming `law` on the first that differs. Calls
+/// `flushed()` right after each flush, when the map holds the state that
+/// flush made durable. The laws below are built on it; a test can also run
+/// it alone, e.g. against a changelog of its own.
+template <class S, class KeyGen, class ValueGen, class Flushed>
+void run_kv_history(const char* law, S& s, std::map<typename S::key_type, typename S::mapped_type>& m,
+                 std::uint64_t seed, const kv_law_options& o, KeyGen& key, ValueGen& value, Flushed&& flushed) {
+    using K = typename S::key_type;
+    using V = typename S::mapped_type;
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> op(0, 9), flush(1, o.flush_one_in < 1 ? 1 : o.flush_one_in);
+    for (int step = 0; step < o.steps; ++step) {
+        const K k = key(rng);
+        switch (op(rng)) {
+            case 0:
+            case 1: {
+                const bool existed = m.erase(k) != 0;
+                if (s.erase(k) != existed)
+                    detail::violated(law, seed, step, existed ? "erase of a present key returned false"
+                                                      : "erase of an absent key returned true");
+                break;
+            }
+            case 2:
+                m.erase(k);
+                s.apply(erase_op<K>{k});
+                break;
+            case 3: {
+                V v = value(rng);
+                m.insert_or_assign(k, v);
+                s.apply(put_op<K, V>{k, std::move(v)});
+                break;
+            }
+            case 4:
+            case 5: {
+                const auto it = m.find(k);
+                const std::optional<V> want = it == m.end() ? std::nullopt : std::optional<V>(it->second);
+                if (s.get(k) != want)
+                    detail::violated(law, seed, step, want ? "get returned another value than the last put"
+                                                   : "get returned a value for an absent key");
+                break;
+            }
+            case 6:
+                if constexpr (requires { s.flush(); })
+                    if (flush(rng) == 1) {
+                        s.flush();
+                        flushed();
+                    }
+                break;
+            default: {
+                V v = value(rng);
+                m.insert_or_assign(k, v);
+                s.put(k, v);
+            }
+        }
+    }
+}
+
 /// @brief Law (decoration): the stack behaves as a std::map under random
 /// histories: every get, erase and final content agree with the model.
 /// @param make  make() returns a fresh stack (called once per seed)
@@ -148,7 +151,7 @@ void check_kv_model_law(Make make, KeyGen key, ValueGen value, kv_law_options o 
         auto s = make();
         static_assert(kv_store<decltype(s)>, "strata::testing::check_kv_model_law: make() must return a kv_store");
         std::map<typename decltype(s)::key_type, typename decltype(s)::mapped_type> m;
-        detail::run_history("a decorated store behaves as the bare one", s, m, seed, o, key, value, [] {});
+        run_kv_history("a decorated store behaves as the bare one", s, m, seed, o, key, value, [] {});
         detail::require_contents("a decorated store behaves as the bare one", seed, s, m);
     }
 }
@@ -169,7 +172,7 @@ void check_kv_restore_law(Make make, KeyGen key, ValueGen value, kv_law_options 
             static_assert(requires { s.restore(); }, "strata::testing::check_kv_restore_law: the stack needs a logged layer");
             s.restore();  // the histories of the seeds before this one
             detail::require_contents(law, seed, s, m);
-            detail::run_history(law, s, m, seed, o, key, value, [] {});
+            run_kv_history(law, s, m, seed, o, key, value, [] {});
             s.flush();
         }
         auto fresh = make();
@@ -196,7 +199,7 @@ void check_kv_crash_law(Make make, Crash crash, KeyGen key, ValueGen value, kv_l
             auto s = make();
             s.restore();
             m = at_last_flush;
-            detail::run_history(law, s, m, seed, o, key, value, [&] { at_last_flush = m; });
+            run_kv_history(law, s, m, seed, o, key, value, [&] { at_last_flush = m; });
         }  // no flush: a crash
         crash();
         auto fresh = make();
