@@ -28,10 +28,12 @@ export STRATA_KAFKA_BROKER_SCRIPT="${broker}"
 ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" "$@"
 
 # The concurrent parts again, under ThreadSanitizer (clang-15, build-tsan/),
-# on the same broker, and the unit suite under AddressSanitizer with
-# UndefinedBehaviorSanitizer (build-asan/). Skipped when ctest was given a
-# selection.
+# on the same broker; the unit suite under AddressSanitizer with
+# UndefinedBehaviorSanitizer (build-asan/); and the short fuzz run, every
+# decoder of untrusted bytes for 10 seconds from its seed corpus
+# (build-fuzz/, docs/fuzzing.md). Skipped when ctest was given a selection.
 if [ "$#" -eq 0 ]; then
   bash "${root}/scripts/test-thread-sanitizer.sh"
   bash "${root}/scripts/test-address-sanitizer.sh"
+  bash "${root}/scripts/fuzz.sh"
 fi

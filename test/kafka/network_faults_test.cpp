@@ -6,8 +6,10 @@
 // through the proxy. flush() either returns (every record below the returned
 // offset is then in the log) or throws kafka_error; no acknowledged record is
 // lost and, with the idempotent producer, none is written twice. A replay
-// that stalls mid-way waits and reads every record once. The broker and the
-// proxy are stopped on every path.
+// that stalls mid-way waits and reads every record once. A stall longer than
+// message.timeout.ms makes flush() throw, and every later call with it; a
+// fresh changelog then reads every acknowledged record once. The broker and
+// the proxy are stopped on every path.
 
 #include "kafka_test_support.hpp"
 #include "../support/temp_dir.hpp"
@@ -352,5 +354,55 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
         CHECK(stalled);
         CHECK(seen == n);
         CHECK(took >= 3000ms);  // the replay did wait for the stalled proxy
+    }
+
+    {  // a stall longer than message.timeout.ms: flush throws and the changelog stays failed
+        const std::string topic = make_topic("net-faults-timeout");
+        auto o = options(topic);
+        o.producer_settings["message.timeout.ms"] = "2000";
+        constexpr int acknowledged = 500, unacknowledged = 300;
+        {
+            kafka_changelog log(o);
+            for (int i = 0; i < acknowledged; ++i) append(log, i);
+            REQUIRE(log.flush() == static_cast<std::uint64_t>(acknowledged));
+
+            proxy.set("stall");
+            for (int i = acknowledged; i < acknowledged + unacknowledged; ++i) append(log, i);
+            const auto t0 = std::chrono::steady_clock::now();
+            std::string failure;
+            try {
+                (void)log.flush();
+            } catch (const strata::kafka::kafka_error& e) {
+                failure = e.what();
+            }
+            const auto waited = std::chrono::steady_clock::now() - t0;
+            INFO("flush failed after " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                                       << " ms: " << failure);
+            REQUIRE(failure.find("not acknowledged") != std::string::npos);
+            CHECK(waited >= 1500ms);   // it waited for the message timeout
+            CHECK(waited < 25'000ms);  // and not for the request timeout
+            proxy.set("pass");
+            // Every later call reports the loss instead of writing past it.
+            CHECK_THROWS_AS(append(log, acknowledged + unacknowledged), strata::kafka::kafka_error);
+            CHECK_THROWS_AS(log.flush(), strata::kafka::kafka_error);
+        }
+        // A fresh changelog reads every acknowledged record once, in order;
+        // the stalled ones may have reached the broker after all, at most once.
+        kafka_changelog reader(o);
+        std::map<int, int> seen;
+        int last = -1;
+        for (const strata::record_view r : reader.replay(0)) {
+            const int i = std::stoi(std::string(strata::as_chars(r.key)).substr(1));
+            REQUIRE(i > last);
+            REQUIRE(i < acknowledged + unacknowledged);
+            last = i;
+            ++seen[i];
+        }
+        for (int i = 0; i < acknowledged; ++i) {
+            INFO("record " << key_of(i));
+            REQUIRE(seen[i] == 1);
+        }
+        WARN(seen.size() - static_cast<std::size_t>(acknowledged) << " of " << unacknowledged
+                                        << " unacknowledged records reached the broker after the stall");
     }
 }

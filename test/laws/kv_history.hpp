@@ -6,6 +6,10 @@
 #include <strata/core/concepts.hpp>
 #include <strata/testing/kv_laws.hpp>
 
+#include <catch2/catch.hpp>
+
+#include "stacks.hpp"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -50,6 +54,23 @@ void run_kv_history(S& s, kv_model& m, std::uint64_t seed, int steps, history_op
     const strata::testing::kv_law_options opts{
         .first_seed = seed, .last_seed = seed, .steps = steps, .flush_one_in = o.flush_one_in};
     strata::testing::run_kv_history("the kv laws", s, m, seed, opts, key, value, flushed);
+}
+
+/// The decoration law over a stack fixture (stacks.hpp): seeds first..last,
+/// each a fresh stack and a history of `steps` checked against the model.
+template <class Fixture>
+void kv_model_law(std::uint64_t first, std::uint64_t last, int steps) {
+    check_model_law<Fixture, kv_model>(
+        first, last, [steps](auto& s, kv_model& m, std::uint64_t seed) { run_kv_history(s, m, seed, steps); },
+        [](const auto& s, const kv_model& m) { REQUIRE(contents_of(s) == m); });
+}
+
+/// The restore law over a stack fixture with a changelog, for seeds first..last.
+template <class Fixture>
+void kv_restore_law(std::uint64_t first, std::uint64_t last, int steps) {
+    for (std::uint64_t seed = first; seed <= last; ++seed)
+        check_restore_law<Fixture, kv_model>([&](auto& s, kv_model& m) { run_kv_history(s, m, seed, steps); },
+                                             [](const auto& s, const kv_model& m) { REQUIRE(contents_of(s) == m); });
 }
 
 }  // namespace laws

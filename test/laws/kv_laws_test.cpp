@@ -29,16 +29,12 @@ TEMPLATE_LIST_TEST_CASE("kv law: get after put returns the value, after erase no
 }
 
 TEMPLATE_LIST_TEST_CASE("kv law: a decorated store behaves as the bare one", "[laws][kv]", kv_stacks) {
-    check_model_law<TestType, kv_model>(
-        1, 12, [](auto& s, kv_model& m, std::uint64_t seed) { run_kv_history(s, m, seed, 400); },
-        [](const auto& s, const kv_model& m) { REQUIRE(contents_of(s) == m); });
+    kv_model_law<TestType>(1, 12, 400);
 }
 
 TEMPLATE_LIST_TEST_CASE("kv law: restore of the changelog of a history gives its state", "[laws][kv][restore]",
                         with_changelog_t<kv_stacks>) {
-    for (std::uint64_t seed = 100; seed <= 110; ++seed)
-        check_restore_law<TestType, kv_model>([&](auto& s, kv_model& m) { run_kv_history(s, m, seed, 500); },
-                                              [](const auto& s, const kv_model& m) { REQUIRE(contents_of(s) == m); });
+    kv_restore_law<TestType>(100, 110, 500);
 }
 
 TEMPLATE_LIST_TEST_CASE("kv law: after a crash between two flushes, restore gives the state of the last flush",

@@ -42,7 +42,30 @@ struct env {
         log.drop_unflushed();
         file.reset();
     }
+
+    /// A clean stop: the file log is closed (after the stack's last flush)
+    /// and the next file_log() reopens it from its directory.
+    void reopen() { file.reset(); }
+
+    /// Compacts the changelogs in use (latest record per key).
+    void compact() {
+        if (file) file->compact();
+        else log.compact();
+    }
 };
+
+/// The env a fixture's make() takes: its `env_type`, or env.
+template <class Fixture>
+struct env_of {
+    using type = env;
+};
+template <class Fixture>
+    requires requires { typename Fixture::env_type; }
+struct env_of<Fixture> {
+    using type = typename Fixture::env_type;
+};
+template <class Fixture>
+using env_of_t = typename env_of<Fixture>::type;
 
 using ordered = strata::ordered_map_store<std::int64_t, std::string>;
 using hashed = strata::hash_map_store<std::int64_t, std::string>;
@@ -86,43 +109,47 @@ struct hashed_decorate_scrambled {
 /// A layer slot's choice of nothing.
 struct no_layer {
     static constexpr bool logs = false, caches = false;
-    template <class Store, class S>
-    static auto wrap(S&& s, env&) {
+    template <class Store, class S, class Env>
+    static auto wrap(S&& s, Env&) {
         return std::forward<S>(s);
     }
 };
 struct log_to_memory {
     static constexpr bool logs = true, caches = false;
-    template <class Store, class S>
-    static auto wrap(S&& s, env& e) {
+    template <class Store, class S, class Env>
+    static auto wrap(S&& s, Env& e) {
         return std::forward<S>(s) | Store::logged(e.log);
     }
 };
 struct log_to_file {
     static constexpr bool logs = true, caches = false;
-    template <class Store, class S>
-    static auto wrap(S&& s, env& e) {
+    template <class Store, class S, class Env>
+    static auto wrap(S&& s, Env& e) {
         return std::forward<S>(s) | Store::logged(e.file_log());
     }
 };
 struct cache_layer {
     static constexpr bool logs = false, caches = true;
-    template <class Store, class S>
-    static auto wrap(S&& s, env&) {
+    template <class Store, class S, class Env>
+    static auto wrap(S&& s, Env&) {
         return std::forward<S>(s) | strata::cached(Store::cache());
     }
 };
 struct meter_layer {
     static constexpr bool logs = false, caches = false;
-    template <class Store, class S>
-    static auto wrap(S&& s, env& e) {
+    template <class Store, class S, class Env>
+    static auto wrap(S&& s, Env& e) {
         return std::forward<S>(s) | strata::metered(e.registry);
     }
 };
 
-/// The slots, innermost first; each lists its choices.
-using layer_slots = std::tuple<std::tuple<no_layer, log_to_memory, log_to_file>, std::tuple<no_layer, cache_layer>,
-                               std::tuple<no_layer, meter_layer>>;
+/// The slots, innermost first; each lists its choices. The first slot is
+/// the changelog: no logging, or one of Changelogs.
+template <class... Changelogs>
+using slots_over = std::tuple<std::tuple<Changelogs...>, std::tuple<no_layer, cache_layer>,
+                              std::tuple<no_layer, meter_layer>>;
+/// The slots over strata's own changelogs (test/kafka/laws_test.cpp adds Kafka's).
+using layer_slots = slots_over<no_layer, log_to_memory, log_to_file>;
 
 struct ordered_store {
     static auto make() { return ordered("s"); }
@@ -144,13 +171,14 @@ struct hashed_store {
 };
 
 /// One generated stack: Store wrapped in Layers, innermost first.
-template <class Store, class... Layers>
+template <class Env, class Store, class... Layers>
 struct stack_of {
-    static auto make(env& e) { return wrap_all<Layers...>(Store::make(), e); }
+    using env_type = Env;
+    static auto make(Env& e) { return wrap_all<Layers...>(Store::make(), e); }
 
 private:
     template <class L, class... Rest, class S>
-    static auto wrap_all(S&& s, env& e) {
+    static auto wrap_all(S&& s, Env& e) {
         if constexpr (sizeof...(Rest) == 0) return L::template wrap<Store>(std::forward<S>(s), e);
         else return wrap_all<Rest...>(L::template wrap<Store>(std::forward<S>(s), e), e);
     }
@@ -187,26 +215,32 @@ struct choices<Acc, std::tuple<Slot, Rest...>> {
     using type = typename choices<typename extend<Acc, Slot>::type, std::tuple<Rest...>>::type;
 };
 
-template <class Store, class Layers>
+template <class Env, class Store, class Layers>
 struct make_stack;
-template <class Store, class... Layers>
-struct make_stack<Store, std::tuple<Layers...>> {
+template <class Env, class Store, class... Layers>
+struct make_stack<Env, Store, std::tuple<Layers...>> {
     // A store whose updates only the logged layer can read cannot be cached without it.
     static constexpr bool valid = !Store::cache_needs_log || !(Layers::caches || ...) || (Layers::logs || ...);
-    using type = std::conditional_t<valid, std::tuple<stack_of<Store, Layers...>>, std::tuple<>>;
+    using type = std::conditional_t<valid, std::tuple<stack_of<Env, Store, Layers...>>, std::tuple<>>;
 };
-template <class Store, class Picks>
+template <class Env, class Store, class Picks>
 struct stacks_for;
-template <class Store, class... Picks>
-struct stacks_for<Store, std::tuple<Picks...>> {
-    using type = decltype(std::tuple_cat(std::declval<typename make_stack<Store, Picks>::type>()...));
+template <class Env, class Store, class... Picks>
+struct stacks_for<Env, Store, std::tuple<Picks...>> {
+    using type = decltype(std::tuple_cat(std::declval<typename make_stack<Env, Store, Picks>::type>()...));
 };
 }  // namespace detail
 
-/// Every valid stack of every store in Stores.
+/// Every valid stack of every store in Stores, one choice per slot of
+/// Slots, made in an Env.
+template <class Env, class Slots, class... Stores>
+using generated_stacks_over = decltype(std::tuple_cat(
+    std::declval<typename detail::stacks_for<Env, Stores,
+                                             typename detail::choices<std::tuple<std::tuple<>>, Slots>::type>::type>()...));
+
+/// Every valid stack of every store in Stores over strata's own changelogs.
 template <class... Stores>
-using generated_stacks = decltype(std::tuple_cat(
-    std::declval<typename detail::stacks_for<Stores, typename detail::choices<std::tuple<std::tuple<>>, layer_slots>::type>::type>()...));
+using generated_stacks = generated_stacks_over<env, layer_slots, Stores...>;
 
 // The ways of building a stack that the product does not cover: direct
 // calls, policies, decorate in scrambled order, the write-only cache.
@@ -248,7 +282,7 @@ template <class... Fixtures>
 struct with_changelog<std::tuple<Fixtures...>> {
     template <class F>
     static constexpr bool logs =
-        strata::has_layer_v<decltype(F::make(std::declval<env&>())), strata::layer_kind::logged>;
+        strata::has_layer_v<decltype(F::make(std::declval<env_of_t<F>&>())), strata::layer_kind::logged>;
     using type = decltype(std::tuple_cat(std::conditional_t<logs<Fixtures>, std::tuple<Fixtures>, std::tuple<>>{}...));
 };
 template <class Stacks>
@@ -262,7 +296,7 @@ using with_changelog_t = typename with_changelog<Stacks>::type;
 template <class Fixture, class Model, class Run, class Check>
 void check_model_law(std::uint64_t first_seed, std::uint64_t last_seed, Run run, Check check) {
     for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
-        env e;
+        env_of_t<Fixture> e;
         auto s = Fixture::make(e);
         Model m;
         run(s, m, seed);
@@ -278,14 +312,14 @@ void check_model_law(std::uint64_t first_seed, std::uint64_t last_seed, Run run,
 /// @param check  check(restored_stack, model) asserts they agree
 template <class Fixture, class Model, class Run, class Check>
 void check_restore_law(Run run, Check check) {
-    env e;
+    env_of_t<Fixture> e;
     Model m;
     {
         auto s = Fixture::make(e);
         run(s, m);
         s.flush();
     }
-    if (e.file) e.file.reset();
+    e.reopen();
     {
         auto fresh = Fixture::make(e);
         const auto progress = fresh.restore();
@@ -293,8 +327,7 @@ void check_restore_law(Run run, Check check) {
         REQUIRE(progress.records_done > 0);
     }
     // Latest record per key is enough: compaction keeps restore exact.
-    if (e.file) e.file_log().compact();
-    else e.log.compact();
+    e.compact();
     {
         auto fresh = Fixture::make(e);
         fresh.restore();
@@ -315,7 +348,7 @@ void check_restore_law(Run run, Check check) {
 ///          after its last flush), so a caller can require that some did
 template <class Fixture, class Model, class Run, class Check>
 bool check_crash_law(Run run, Check check) {
-    env e;
+    env_of_t<Fixture> e;
     Model m;
     Model at_last_flush;  // a copy of the plain model, taken at each flush
     int flushes = 0;

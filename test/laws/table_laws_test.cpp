@@ -4,111 +4,18 @@
 
 #include <catch2/catch.hpp>
 
-#include "kv_history.hpp"
 #include "stacks.hpp"
-
-#include <map>
-#include <random>
+#include "table_history.hpp"
 
 using namespace laws;
-using example::delete_where;
-using example::employee;
-using example::insert_row;
-using example::update_where;
-using example::where;
-
-namespace {
-
-using model = std::map<std::int64_t, employee>;
-const char* const departments[] = {"eng", "ops", "sales", "legal"};
-
-template <class S>
-const model& contents(const S& s) {
-    return strata::innermost(s).rows();
-}
-
-/// A random history of multi-row updates, mirrored on a plain map by loops
-/// that share no code with the table or its index. Calls `flushed()` right
-/// after each flush of s.
-template <class S, class Flushed = laws::no_flush_hook>
-void run_history(S& s, model& m, std::uint64_t seed, int steps, Flushed flushed = {}) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::int64_t> id(1, 30), amount(-50, 500);
-    std::uniform_int_distribution<int> op(0, 9), dept(0, 3);
-    for (int i = 0; i < steps; ++i) {
-        const std::string d = departments[dept(rng)];
-        switch (op(rng)) {
-            case 0:
-            case 1:
-            case 2:
-            case 3: {
-                employee e{id(rng), "emp" + std::to_string(i), d, 1000 + amount(rng)};
-                m[e.id] = e;
-                s.apply(insert_row{e});
-                break;
-            }
-            case 4:
-            case 5: {  // UPDATE employees SET salary = salary + r WHERE department = d
-                const std::int64_t raise = amount(rng);
-                for (auto& [k, e] : m)
-                    if (e.department == d) e.salary += raise;
-                s.apply(update_where{where{.department = d}, [raise](employee& e) { e.salary += raise; }});
-                break;
-            }
-            case 6: {  // UPDATE ... SET department = d WHERE salary > limit (moves rows between index keys)
-                const std::int64_t limit = 1000 + amount(rng);
-                for (auto& [k, e] : m)
-                    if (e.salary > limit) e.department = d;
-                s.apply(update_where{where{.predicate = [limit](const employee& e) { return e.salary > limit; }},
-                                     [d](employee& e) { e.department = d; }});
-                break;
-            }
-            case 7: {  // DELETE FROM employees WHERE department = d AND salary < limit
-                const std::int64_t limit = 1000 + amount(rng);
-                std::erase_if(m, [&](const auto& kv) { return kv.second.department == d && kv.second.salary < limit; });
-                s.apply(delete_where{where{.department = d, .predicate = [limit](const employee& e) { return e.salary < limit; }}});
-                break;
-            }
-            case 8:
-                if constexpr (requires { s.flush(); }) {
-                    s.flush();
-                    flushed();
-                }
-                break;
-            default: {  // DELETE one row by key
-                const std::int64_t k = id(rng);
-                m.erase(k);
-                s.apply(delete_where{where{.id = k}});
-            }
-        }
-    }
-}
-
-/// A restored table equals the model, and its secondary index is rebuilt too.
-template <class S>
-void check_restored(const S& s, const model& m) {
-    REQUIRE(contents(s) == m);
-    for (const char* d : departments) {
-        std::int64_t payroll = 0;
-        for (const auto& [k, row] : m)
-            if (row.department == d) payroll += row.salary;
-        REQUIRE(strata::innermost(s).payroll(d) == payroll);
-    }
-}
-
-}  // namespace
 
 TEMPLATE_LIST_TEST_CASE("table law: a decorated table behaves as the bare one", "[laws][table]", table_stacks) {
-    check_model_law<TestType, model>(
-        1, 10, [](auto& s, model& m, std::uint64_t seed) { run_history(s, m, seed, 300); },
-        [](const auto& s, const model& m) { REQUIRE(contents(s) == m); });
+    table_model_law<TestType>(1, 10, 300);
 }
 
 TEMPLATE_LIST_TEST_CASE("table law: restore of the changelog of a history gives its state", "[laws][table][restore]",
                         with_changelog_t<table_stacks>) {
-    for (std::uint64_t seed = 50; seed <= 60; ++seed)
-        check_restore_law<TestType, model>([&](auto& s, model& m) { run_history(s, m, seed, 400); },
-                                           [](const auto& s, const model& m) { check_restored(s, m); });
+    table_restore_law<TestType>(50, 60, 400);
 }
 
 TEMPLATE_LIST_TEST_CASE("table law: after a crash between two flushes, restore gives the state of the last flush",
@@ -116,9 +23,9 @@ TEMPLATE_LIST_TEST_CASE("table law: after a crash between two flushes, restore g
     int lost = 0;
     for (std::uint64_t seed = 70; seed <= 75; ++seed) {
         INFO("seed " << seed);
-        lost += check_crash_law<TestType, model>(
-            [&](auto& s, model& m, auto flushed) { run_history(s, m, seed, 300, flushed); },
-            [](const auto& s, const model& m) { check_restored(s, m); });
+        lost += check_crash_law<TestType, table_model>(
+            [&](auto& s, table_model& m, auto flushed) { run_table_history(s, m, seed, 300, flushed); },
+            [](const auto& s, const table_model& m) { check_table_restored(s, m); });
     }
     REQUIRE(lost > 0);  // the crashes did lose updates: this is not a clean stop
 }

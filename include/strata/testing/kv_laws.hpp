@@ -16,6 +16,7 @@
 /// it. The checkers depend on nothing but the standard library and strata.
 
 #include <strata/core/concepts.hpp>
+#include <strata/testing/law_violation.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -28,12 +29,6 @@
 #include <utility>
 
 namespace strata::testing {
-
-/// @brief A store broke a law.
-class law_violation : public std::logic_error {
-public:
-    using std::logic_error::logic_error;
-};
 
 /// @brief How a law's random histories are made.
 struct kv_law_options {
@@ -52,12 +47,6 @@ auto contents_of(const S& s) {
     std::map<K, V> m;
     for (const auto& [k, v] : s.all()) m.emplace(k, v);
     return m;
-}
-
-[[noreturn]] inline void violated(const char* law, std::uint64_t seed, int step, const std::string& what) {
-    std::ostringstream out;
-    out << "strata law violated: " << law << " (seed " << seed << ", step " << step << "): " << what;
-    throw law_violation(out.str());
 }
 
 template <class S, class M>
