@@ -84,6 +84,17 @@ double cpu_seconds() {
     return s(u.ru_utime) + s(u.ru_stime);
 }
 
+/// Resident set size now, in bytes (/proc/self/statm).
+std::uint64_t resident_bytes() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) throw std::runtime_error("cannot open /proc/self/statm");
+    unsigned long total = 0, resident = 0;
+    const int n = std::fscanf(f, "%lu %lu", &total, &resident);
+    std::fclose(f);
+    if (n != 2) throw std::runtime_error("cannot read /proc/self/statm");
+    return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 double since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 // -------------------------------------------------------------- workload --
@@ -235,6 +246,8 @@ template <class Log>
 void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
     const std::uint64_t cache_bytes = a.num("cache-bytes", 0);
     const std::uint64_t flush_ms = a.num("flush-ms", 100);
+    // The flood: resident memory every N updates, to show where it levels off.
+    const std::uint64_t rss_every = a.num("rss-every", 0);
     const auto ids = w.key_ids();
     const auto names = w.key_names();
     counting_log<Log> log(inner_log);
@@ -242,12 +255,16 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
     auto drive = [&](auto& store, auto& inner, auto records_written) {
         std::string value;
         std::uint64_t flushes = 0;
+        std::vector<json> rss;
+        if (rss_every > 0) rss.push_back(json().put("updates", std::uint64_t{0}).put("rss_bytes", resident_bytes()));
         const double cpu0 = cpu_seconds();
         const auto t0 = clock_type::now();
         auto next_flush = t0 + std::chrono::milliseconds(flush_ms);
         for (std::uint64_t i = 0; i < w.updates; ++i) {
             w.value_of(i, value);
             store.put(names[ids[i]], value);
+            if (rss_every > 0 && (i + 1) % rss_every == 0)
+                rss.push_back(json().put("updates", i + 1).put("rss_bytes", resident_bytes()));
             if ((i & 255) == 255 && flush_ms > 0) {
                 const auto now = clock_type::now();
                 if (now >= next_flush) {
@@ -276,6 +293,7 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
             .put("changelog_payload_bytes_per_update",
                  static_cast<double>(payload) / static_cast<double>(w.updates))
             .put("entries", static_cast<std::uint64_t>(inner.size()));
+        if (rss_every > 0) j.put("rss", rss);
     };
 
     if (cache_bytes == 0) {
@@ -568,7 +586,7 @@ int main(int argc, char** argv) {
                      "usage: e2e write|restore|produce-ceiling|consume-ceiling|disk [--option value]...\n"
                      "  write           --sink file --dir D | --sink kafka --bootstrap B --topic T\n"
                      "                  [--updates 1M] [--keys 100k] [--dist uniform|zipf|sequential] [--zipf-s 0.99]\n"
-                     "                  [--value-bytes 100] [--cache-bytes 0|10MiB] [--flush-ms 100] [--seed 42]\n"
+                     "                  [--value-bytes 100] [--cache-bytes 0|10MiB] [--flush-ms 100] [--seed 42] [--rss-every 1M]\n"
                      "                  [--producer-setting name=value]...\n"
                      "  restore         --source file --dir D | --source kafka --bootstrap B --topic T\n"
                      "  produce-ceiling --bootstrap B --topic T, the workload options, [--flush-ms 0]\n"
