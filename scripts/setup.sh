@@ -8,6 +8,7 @@ packages=(
   libboost-dev librange-v3-dev catch2
   librdkafka-dev kcat libbenchmark-dev
   libcpp-httplib-dev nlohmann-json3-dev
+  librocksdb-dev libsqlite3-dev
   maven openjdk-17-jdk-headless
 )
 

@@ -174,9 +174,15 @@ struct hashed_store {
 template <class Env, class Store, class... Layers>
 struct stack_of {
     using env_type = Env;
-    static auto make(Env& e) { return wrap_all<Layers...>(Store::make(), e); }
+    static auto make(Env& e) { return wrap_all<Layers...>(make_store(e), e); }
 
 private:
+    /// A store that needs the env (a directory of its own) takes it.
+    static auto make_store(Env& e) {
+        if constexpr (requires { Store::make(e); }) return Store::make(e);
+        else return Store::make();
+    }
+
     template <class L, class... Rest, class S>
     static auto wrap_all(S&& s, Env& e) {
         if constexpr (sizeof...(Rest) == 0) return L::template wrap<Store>(std::forward<S>(s), e);

@@ -78,6 +78,14 @@ private:
     std::uint64_t offset_;
 };
 
+/// @brief A store's engine refused an operation (RocksDB could not open its
+/// directory or write its batch, SQLite rejected a statement): names the
+/// store, what it was doing, and the engine's own message.
+class store_error : public error {
+public:
+    using error::error;
+};
+
 /// @brief The API was used in a way its contract forbids, found at run time
 /// (what can be found at compile time is a static_assert instead).
 class usage_error : public error {

@@ -31,6 +31,11 @@ template <class L>
 concept has_batch_restored = requires(L& l, const restore_progress& p) { l.on_batch_restored(p); };
 template <class L>
 concept has_restore_end = requires(L& l, const restore_progress& p) { l.on_restore_end(p); };
+/// A store that buffers writes (rocksdb_store) empties its buffer after each
+/// batch of restored records, so that a restore's memory does not grow with
+/// the changelog.
+template <class S>
+concept has_end_restore_batch = requires(S& s) { s.end_restore_batch(); };
 }  // namespace detail
 
 /// @brief Receives restore progress: `on_restore_start`, `on_batch_restored`
@@ -84,11 +89,15 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
             ++p.records_done;
             p.position = r.offset + 1;
             if (++since_report == opts.batch_records) {
+                if constexpr (detail::has_end_restore_batch<Store>) store.end_restore_batch();
                 listener.on_batch_restored(p);
                 since_report = 0;
             }
         }
-        if (since_report != 0) listener.on_batch_restored(p);
+        if (since_report != 0) {
+            if constexpr (detail::has_end_restore_batch<Store>) store.end_restore_batch();
+            listener.on_batch_restored(p);
+        }
     }
     p.position = p.to > p.from ? p.to : p.from;
     listener.on_restore_end(p);

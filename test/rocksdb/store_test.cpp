@@ -1,0 +1,214 @@
+// The RocksDB store on its own and under the logged layer: scan order,
+// writes that wait for flush, reopening a directory, restoring only the
+// changelog's tail past the checkpoint, and the errors of a damaged or
+// doubly opened directory and of bytes that do not decode.
+
+#include <strata/changelog/file_log.hpp>
+#include <strata/changelog/memory_log.hpp>
+#include <strata/decorators/all.hpp>
+#include <strata/stores/rocksdb_store.hpp>
+
+#include <support/temp_dir.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using kv = strata::rocksdb_store<std::int64_t, std::string>;
+
+template <class S>
+std::map<std::int64_t, std::string> contents(const S& s) {
+    std::map<std::int64_t, std::string> m;
+    for (const auto& [k, v] : s.all()) m.emplace(k, v);
+    return m;
+}
+
+template <class Range>
+std::vector<std::int64_t> keys_of(const Range& r) {
+    std::vector<std::int64_t> ks;
+    for (const auto& [k, v] : r) ks.push_back(k);
+    return ks;
+}
+
+}  // namespace
+
+static_assert(strata::ordered_kv_store<kv>);
+static_assert(strata::ordered_kv_store<strata::rocksdb_store<std::string, std::int32_t>>);
+
+TEST_CASE("rocksdb store: scans run in numeric order for integers, negative ones first", "[rocksdb]") {
+    test_support::temp_dir dir;
+    kv s("s", dir.path() / "db");
+    for (const std::int64_t k : std::vector<std::int64_t>{5, -1, 300, -70000, 0, 1LL << 40, -(1LL << 40), 2})
+        s.put(k, "v" + std::to_string(k));
+    const std::vector<std::int64_t> sorted = {-(1LL << 40), -70000, -1, 0, 2, 5, 300, 1LL << 40};
+    CHECK(keys_of(s.all()) == sorted);  // from the write batch
+    s.flush();
+    CHECK(keys_of(s.all()) == sorted);  // from the database
+    CHECK(keys_of(s.range(-70000, 2)) == std::vector<std::int64_t>{-70000, -1, 0, 2});
+    CHECK(keys_of(s.range(-69999, 1)) == std::vector<std::int64_t>{-1, 0});
+    CHECK(keys_of(s.range(3, 2)).empty());  // an inverted range is empty
+    s.put(1, "one");                        // a scan merges the batch with the database
+    CHECK(s.erase(300));
+    CHECK_FALSE(s.erase(301));
+    CHECK(keys_of(s.range(0, 1000)) == std::vector<std::int64_t>{0, 1, 2, 5});
+}
+
+TEST_CASE("rocksdb store: string keys scan in std::string's order", "[rocksdb]") {
+    test_support::temp_dir dir;
+    strata::rocksdb_store<std::string, std::int32_t> s("s", dir.path() / "db");
+    const std::vector<std::string> keys = {"b", "a", "ab", "", "\xff", "B", "a\x01"};
+    for (std::size_t i = 0; i < keys.size(); ++i) s.put(keys[i], static_cast<std::int32_t>(i));
+    std::vector<std::string> want = keys;
+    std::sort(want.begin(), want.end());
+    std::vector<std::string> got;
+    for (const auto& [k, v] : s.all()) got.push_back(k);
+    CHECK(got == want);
+    CHECK(s.get("ab") == std::optional<std::int32_t>(2));
+}
+
+TEST_CASE("rocksdb store: reads see unflushed writes; a reopen keeps only what flush wrote", "[rocksdb]") {
+    test_support::temp_dir dir;
+    {
+        kv s("s", dir.path() / "db");
+        s.put(1, "one");
+        s.put(2, "two");
+        CHECK(s.get(1) == std::optional<std::string>("one"));
+        CHECK(s.pending_updates() == 2);
+        s.flush();
+        CHECK(s.pending_updates() == 0);
+        s.put(3, "three");  // never flushed
+        CHECK(s.erase(1));  // never flushed
+        CHECK_FALSE(s.get(1).has_value());
+    }
+    kv reopened("s", dir.path() / "db");
+    CHECK(contents(reopened) == std::map<std::int64_t, std::string>{{1, "one"}, {2, "two"}});
+}
+
+TEST_CASE("rocksdb store: a reopened store restores only the changelog past its checkpoint", "[rocksdb][restore]") {
+    test_support::temp_dir dir;
+    const auto db = dir.path() / "db";
+    const auto checkpoint = dir.path() / "checkpoint";
+    std::map<std::int64_t, std::string> model;
+    std::mt19937_64 rng(7);
+    auto write = [&](auto& s, int n) {
+        for (int i = 0; i < n; ++i) {
+            const auto k = static_cast<std::int64_t>(rng() % 5000);
+            if (rng() % 5 == 0) {
+                s.erase(k);
+                model.erase(k);
+            } else {
+                const std::string v(1 + rng() % 30, static_cast<char>('a' + rng() % 26));
+                s.put(k, v);
+                model[k] = v;
+            }
+        }
+    };
+    {
+        strata::file_log log(dir.path() / "log");
+        auto s = kv("s", db) | strata::logged(log, {.checkpoint = checkpoint});
+        write(s, 20'000);
+        CHECK(s.flush() == 20'000);
+    }
+    // Reopened after a clean stop: nothing to restore.
+    {
+        strata::file_log log(dir.path() / "log");
+        auto s = kv("s", db) | strata::logged(log, {.checkpoint = checkpoint});
+        const auto p = s.restore();
+        CHECK(p.from == 20'000);
+        CHECK(p.records_done == 0);
+        CHECK(contents(s) == model);
+        write(s, 3'000);
+        s.flush();
+        // Then a crash: the checkpoint is moved back, as if the process died
+        // after the changelog's flush and before the store's.
+        strata::checkpoint_file(checkpoint).save("s", 0, 21'000);
+    }
+    strata::file_log log(dir.path() / "log");
+    auto s = kv("s", db) | strata::logged(log, {.checkpoint = checkpoint});
+    const auto p = s.restore();
+    CHECK(p.from == 21'000);
+    CHECK(p.records_done == 2'000);  // the tail only, replayed over what the store already held
+    CHECK(contents(s) == model);
+}
+
+TEST_CASE("rocksdb store: a restore writes to the database batch by batch", "[rocksdb][restore]") {
+    test_support::temp_dir dir;
+    strata::memory_log log;
+    {
+        auto s = kv("s", dir.path() / "a") | strata::logged(log);
+        for (std::int64_t k = 0; k < 25'000; ++k) s.put(k, std::to_string(k));
+        s.flush();
+    }
+    auto fresh = kv("s", dir.path() / "b") | strata::logged(log);
+    const auto p = fresh.restore();
+    CHECK(p.records_done == 25'000);
+    CHECK(fresh.base().pending_updates() == 0);  // nothing left in the write batch
+    CHECK(fresh.get(24'999) == std::optional<std::string>("24999"));
+}
+
+TEST_CASE("rocksdb store: a directory the process holds already fails with its name", "[rocksdb][errors]") {
+    test_support::temp_dir dir;
+    kv first("s", dir.path() / "db");
+    try {
+        kv second("t", dir.path() / "db");
+        FAIL("a second store opened the same directory");
+    } catch (const strata::store_error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("'t'") != std::string::npos);
+        CHECK(what.find((dir.path() / "db").string()) != std::string::npos);
+        CHECK(what.find("lock") != std::string::npos);
+    }
+}
+
+TEST_CASE("rocksdb store: a damaged directory is refused and its changelog rebuilds the state elsewhere",
+          "[rocksdb][errors]") {
+    test_support::temp_dir dir;
+    const auto db = dir.path() / "db";
+    strata::file_log log(dir.path() / "log");
+    {
+        auto s = kv("s", db) | strata::logged(log);
+        for (std::int64_t k = 0; k < 1000; ++k) s.put(k, "v" + std::to_string(k));
+        s.flush();
+    }
+    // RocksDB's CURRENT file names the live MANIFEST; point it nowhere.
+    {
+        std::ofstream current(db / "CURRENT", std::ios::trunc);
+        current << "MANIFEST-999999\n";
+    }
+    try {
+        kv damaged("s", db);
+        FAIL("a damaged directory opened");
+    } catch (const strata::store_error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("'s'") != std::string::npos);
+        CHECK(what.find(db.string()) != std::string::npos);
+        CHECK(what.find("MANIFEST-999999") != std::string::npos);  // RocksDB's reason
+    }
+    auto rebuilt = kv("s", dir.path() / "db-rebuilt") | strata::logged(log);
+    CHECK(rebuilt.restore().records_done == 1000);
+    CHECK(rebuilt.get(999) == std::optional<std::string>("v999"));
+}
+
+TEST_CASE("rocksdb store: a stored value that does not decode is a serde_error", "[rocksdb][errors]") {
+    test_support::temp_dir dir;
+    strata::rocksdb_store<std::int64_t, std::int32_t> s("s", dir.path() / "db");
+    s.put(1, 10);
+    s.flush();
+    // Two bytes where an int32 needs four, written behind the store's back.
+    std::string key(8, '\0');
+    key[0] = '\x80';
+    key[7] = '\x01';
+    REQUIRE(s.database().Put(rocksdb::WriteOptions(), key, "\x01\x02").ok());
+    CHECK_THROWS_AS(s.get(1), strata::serde_error);
+    CHECK_THROWS_AS(keys_of(s.all()), strata::serde_error);
+}
