@@ -94,10 +94,31 @@ TEST_CASE("rocksdb store: reads see unflushed writes; a reopen keeps only what f
     CHECK(contents(reopened) == std::map<std::int64_t, std::string>{{1, "one"}, {2, "two"}});
 }
 
-TEST_CASE("rocksdb store: a reopened store restores only the changelog past its checkpoint", "[rocksdb][restore]") {
+TEST_CASE("rocksdb store: the committed offset is written with the updates and read back after a reopen",
+          "[rocksdb]") {
+    static_assert(strata::self_checkpointing_store<kv>);
+    test_support::temp_dir dir;
+    {
+        kv s("s", dir.path() / "db");
+        CHECK_FALSE(s.committed_offset().has_value());
+        s.put(1, "one");
+        s.commit(7);
+        CHECK(s.committed_offset() == std::optional<strata::offset_t>(7));
+        s.put(2, "two");    // never committed
+        s.discard();        // an aborted transaction's updates
+        CHECK_FALSE(s.get(2).has_value());
+        s.put(3, "three");  // never committed, then a crash
+        CHECK(keys_of(s.all()) == std::vector<std::int64_t>{1, 3});  // the offset is not an entry
+    }
+    kv reopened("s", dir.path() / "db");
+    CHECK(reopened.committed_offset() == std::optional<strata::offset_t>(7));
+    CHECK(contents(reopened) == std::map<std::int64_t, std::string>{{1, "one"}});
+}
+
+TEST_CASE("rocksdb store: a reopened store restores only the changelog past its committed offset",
+          "[rocksdb][restore]") {
     test_support::temp_dir dir;
     const auto db = dir.path() / "db";
-    const auto checkpoint = dir.path() / "checkpoint";
     std::map<std::int64_t, std::string> model;
     std::mt19937_64 rng(7);
     auto write = [&](auto& s, int n) {
@@ -115,30 +136,69 @@ TEST_CASE("rocksdb store: a reopened store restores only the changelog past its 
     };
     {
         strata::file_log log(dir.path() / "log");
-        auto s = kv("s", db) | strata::logged(log, {.checkpoint = checkpoint});
+        auto s = kv("s", db) | strata::logged(log);
         write(s, 20'000);
         CHECK(s.flush() == 20'000);
+        CHECK(s.base().committed_offset() == std::optional<strata::offset_t>(20'000));
     }
     // Reopened after a clean stop: nothing to restore.
     {
         strata::file_log log(dir.path() / "log");
-        auto s = kv("s", db) | strata::logged(log, {.checkpoint = checkpoint});
+        auto s = kv("s", db) | strata::logged(log);
         const auto p = s.restore();
         CHECK(p.from == 20'000);
         CHECK(p.records_done == 0);
         CHECK(contents(s) == model);
+        // Then a crash after the changelog's flush, before the store's commit.
         write(s, 3'000);
-        s.flush();
-        // Then a crash: the checkpoint is moved back, as if the process died
-        // after the changelog's flush and before the store's.
-        strata::checkpoint_file(checkpoint).save("s", 0, 21'000);
+        CHECK(s.changelog().flush() == 23'000);
     }
     strata::file_log log(dir.path() / "log");
-    auto s = kv("s", db) | strata::logged(log, {.checkpoint = checkpoint});
+    auto s = kv("s", db) | strata::logged(log);
+    CHECK(s.base().committed_offset() == std::optional<strata::offset_t>(20'000));
     const auto p = s.restore();
-    CHECK(p.from == 21'000);
-    CHECK(p.records_done == 2'000);  // the tail only, replayed over what the store already held
+    CHECK(p.from == 20'000);
+    CHECK(p.records_done == 3'000);  // the tail only
     CHECK(contents(s) == model);
+}
+
+TEST_CASE("rocksdb store: a committed offset past the changelog's end is refused", "[rocksdb][restore][errors]") {
+    test_support::temp_dir dir;
+    strata::memory_log log;
+    {
+        kv s("s", dir.path() / "db");
+        s.put(1, "one");
+        s.commit(500);  // a store from another changelog, or one that lost records
+    }
+    auto s = kv("s", dir.path() / "db") | strata::logged(log);
+    try {
+        s.restore();
+        FAIL("restore accepted an offset past the changelog's end");
+    } catch (const strata::restore_error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("the store's own committed offset") != std::string::npos);
+        CHECK(what.find("changelog ends at 0") != std::string::npos);
+    }
+}
+
+TEST_CASE("rocksdb store: with checkpoint_on_flush off, a flush leaves the database alone until save_checkpoint",
+          "[rocksdb][restore]") {
+    test_support::temp_dir dir;
+    strata::memory_log log;
+    {
+        auto s = kv("s", dir.path() / "db") | strata::logged(log, {.checkpoint_on_flush = false});
+        s.put(1, "one");
+        const auto durable = s.flush();  // in the changelog, as in a transaction not yet committed
+        CHECK(s.base().pending_updates() == 1);
+        CHECK_FALSE(s.base().committed_offset().has_value());
+        s.save_checkpoint(durable);  // the transaction committed
+        CHECK(s.base().pending_updates() == 0);
+        CHECK(s.base().committed_offset() == std::optional<strata::offset_t>(durable));
+        s.put(2, "two");
+        (void)s.flush();  // never committed: a crash
+    }
+    kv reopened("s", dir.path() / "db");
+    CHECK(contents(reopened) == std::map<std::int64_t, std::string>{{1, "one"}});
 }
 
 TEST_CASE("rocksdb store: a restore writes to the database batch by batch", "[rocksdb][restore]") {

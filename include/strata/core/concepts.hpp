@@ -85,6 +85,19 @@ concept kv_store = state_store<S> && detail::has_kv_types<S> && detail::has_kv_g
 template <class S>
 concept ordered_kv_store = kv_store<S> && detail::has_kv_range<S>;
 
+/// @brief A persistent store that keeps the changelog offset it holds in its
+/// own data: `commit(offset)` makes every update so far durable together
+/// with `offset`, atomically, and `committed_offset()` reads it back (empty
+/// before the first commit). Updates not yet committed never reach its
+/// durable data, so after a crash it holds exactly its last commit: under
+/// exactly-once it restores the changelog's tail past that offset instead of
+/// being wiped. The logged layer commits it in place of a checkpoint file.
+template <class S>
+concept self_checkpointing_store = state_store<S> && requires(S& s, const S& cs, offset_t o) {
+    s.commit(o);
+    { cs.committed_offset() } -> std::same_as<std::optional<offset_t>>;
+};
+
 /// @brief Whether a store keeps its own data across restarts.
 template <class S>
 [[nodiscard]] constexpr bool is_persistent(const S& s) {

@@ -57,6 +57,8 @@ struct logged_options {
     /// restores from there; without it, restore always starts at offset 0.
     /// A store that is not persistent starts at 0 anyway, so it neither reads
     /// nor writes the checkpoint (a damaged file cannot stop its flushes).
+    /// A self_checkpointing_store keeps the offset in its own data and
+    /// needs no file.
     std::optional<std::filesystem::path> checkpoint = {};
     /// The changelog partition this store instance owns (its key in the checkpoint).
     std::int32_t partition = 0;
@@ -65,6 +67,8 @@ struct logged_options {
     /// Whether flush() writes the checkpoint itself. Turn it off when the
     /// changelog's durable offset only counts once something else succeeds
     /// (a Kafka transaction's commit), and call save_checkpoint() after that.
+    /// A self_checkpointing_store then keeps its updates out of its durable
+    /// data until save_checkpoint() commits them.
     bool checkpoint_on_flush = true;
 };
 
@@ -181,22 +185,31 @@ public:
 
     /// @brief Makes every record written so far durable, flushes the inner
     /// store, then checkpoints the durable offset. The checkpoint comes last:
-    /// it may only name an offset the store and changelog both hold.
+    /// it may only name an offset the store and changelog both hold. A
+    /// self_checkpointing_store is committed with the offset instead, in one
+    /// step; with `checkpoint_on_flush` off it is not touched until
+    /// save_checkpoint().
     /// @returns the durable end offset of the changelog
     offset_t flush() {
         refuse_if_failed("flush");
         const offset_t durable = log().flush();
-        if constexpr (detail::has_flush<Inner>) inner_.flush();
-        if (opts_.checkpoint_on_flush) save_checkpoint(durable);
+        if constexpr (self_checkpointing_store<Inner>) {
+            if (opts_.checkpoint_on_flush) inner_.commit(durable);
+        } else {
+            if constexpr (detail::has_flush<Inner>) inner_.flush();
+            if (opts_.checkpoint_on_flush) save_checkpoint(durable);
+        }
         return durable;
     }
 
     /// @brief Records that the store and its changelog hold everything below
-    /// `durable`, if a checkpoint file is configured and the store is
-    /// persistent (else does nothing).
+    /// `durable`: commits a self_checkpointing_store with it, or saves it to
+    /// the checkpoint file if one is configured and the store is persistent
+    /// (else does nothing).
     void save_checkpoint(offset_t durable) {
         refuse_if_failed("checkpoint");
-        if (opts_.checkpoint && is_persistent(inner_))
+        if constexpr (self_checkpointing_store<Inner>) inner_.commit(durable);
+        else if (opts_.checkpoint && is_persistent(inner_))
             checkpoint_file(*opts_.checkpoint).save(this->name(), opts_.partition, durable);
     }
 
@@ -208,22 +221,30 @@ public:
     /// @brief What made the stack fail ("" if it has not).
     [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
 
-    /// @brief Rebuilds the inner store from the changelog: from the checkpoint
-    /// when the store is persistent and one exists, else from offset 0.
+    /// @brief Rebuilds the inner store from the changelog: from the offset a
+    /// self_checkpointing_store committed, or from the checkpoint when the
+    /// store is persistent and one exists, else from offset 0.
     template <restore_listener Listener = null_restore_listener>
     restore_progress restore(Listener&& listener = {}) {
         offset_t from = 0;
-        if (opts_.checkpoint && is_persistent(inner_)) {
+        std::string where;  // what said the store holds offsets below `from`
+        if constexpr (self_checkpointing_store<Inner>) {
+            from = inner_.committed_offset().value_or(0);
+            where = "the store's own committed offset";
+        } else if (opts_.checkpoint && is_persistent(inner_)) {
             from = checkpoint_file(*opts_.checkpoint).load(this->name(), opts_.partition).value_or(0);
-            // A checkpoint past the changelog's end means records the store
-            // was told were durable are gone (or the checkpoint belongs to
-            // another log): restoring nothing would hide it, and the next
-            // flush would move the checkpoint back over the loss.
+            where = "the checkpoint " + opts_.checkpoint->string();
+        }
+        // A checkpoint past the changelog's end means records the store was
+        // told were durable are gone (or the checkpoint belongs to another
+        // log): restoring nothing would hide it, and the next flush would
+        // move the checkpoint back over the loss.
+        if (from > 0) {
             if (const offset_t end = log().end_offset(); from > end)
                 throw restore_error(this->name(), from,
-                                    "the checkpoint " + opts_.checkpoint->string() + " says the store holds offsets below " +
-                                        std::to_string(from) + ", but its changelog ends at " + std::to_string(end) +
-                                        ": the changelog lost records it had made durable, or the checkpoint belongs "
+                                    where + " says the store holds offsets below " + std::to_string(from) +
+                                        ", but its changelog ends at " + std::to_string(end) +
+                                        ": the changelog lost records it had made durable, or the store belongs "
                                         "to another changelog. Nothing was restored");
         }
         return restore_from(inner_, log(), codec_, restore_options{from, opts_.restore_batch_records},

@@ -12,9 +12,15 @@
 /// Writes go to a write batch that reads see (RocksDB's WriteBatchWithIndex)
 /// and reach the database together at `flush()`: one write and, by default,
 /// one fsync of RocksDB's write-ahead log per flush, none per put. The
-/// changelog is the durability between flushes; the logged layer flushes
-/// the changelog first, this store next, and saves the checkpoint last, so
-/// a store reopened after a crash restores from its checkpoint onwards.
+/// changelog is the durability between flushes. The store keeps the
+/// changelog offset it holds in the database, written in the same atomic
+/// batch as the updates below it (`commit`, a `self_checkpointing_store`):
+/// the logged layer flushes the changelog first and commits this store with
+/// the flushed offset next, so a store reopened after a crash holds exactly
+/// its last commit and restores only the changelog past it. Under
+/// exactly-once the commit waits for the Kafka transaction's, so the
+/// database never holds an aborted transaction's updates and the store is
+/// never wiped.
 ///
 /// Keys are stored as their serde bytes, except that a signed integer's
 /// sign bit is flipped, and scans run in the byte order of what is stored:
@@ -45,6 +51,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace strata {
 
@@ -173,10 +180,10 @@ private:
 
 /// @brief A persistent key-value store on RocksDB; models `ordered_kv_store`.
 ///
-/// Reads see every write, flushed or not. `flush()` writes the updates since
-/// the last flush to the database as one atomic batch; a store closed or
-/// killed without a flush keeps what its last flush wrote, and restore
-/// brings it up to its changelog. Keys and values are encoded with strata's
+/// Reads see every write, committed or not. `commit(offset)` (and `flush()`,
+/// without an offset) writes the updates since the last one to the database
+/// as one atomic batch; a store closed or killed before it keeps what its
+/// last commit wrote, and restore brings it up to its changelog. Keys and values are encoded with strata's
 /// serdes; see the file comment for the scan order.
 ///
 /// One process opens a directory once: RocksDB locks it, and a second open
@@ -208,24 +215,40 @@ public:
         table.cache_index_and_filter_blocks = true;  // inside the cache's bound
         ro.table_factory.reset(::rocksdb::NewBlockBasedTableFactory(table));
         if (opts_.tune) opts_.tune(ro);
+        ro.create_missing_column_families = ro.create_if_missing;
         if (ro.create_if_missing) {
             std::error_code ec;
             std::filesystem::create_directories(dir_, ec);
         }
+        // The entries live in the default column family; the committed
+        // changelog offset in one of its own, so that scans never see it and
+        // a commit writes both in one atomic batch.
+        const std::vector<::rocksdb::ColumnFamilyDescriptor> families = {
+            {::rocksdb::kDefaultColumnFamilyName, ::rocksdb::ColumnFamilyOptions(ro)},
+            {"strata", ::rocksdb::ColumnFamilyOptions(ro)}};
+        std::vector<::rocksdb::ColumnFamilyHandle*> handles;
         ::rocksdb::DB* db = nullptr;
-        detail::rocks::check(::rocksdb::DB::Open(ro, dir_.string(), &db), name_, "open " + dir_.string());
+        detail::rocks::check(::rocksdb::DB::Open(::rocksdb::DBOptions(ro), dir_.string(), families, &handles, &db),
+                             name_, "open " + dir_.string());
         db_.reset(db);
+        data_ = handles.at(0);
+        meta_ = handles.at(1);
         batch_ = std::make_unique<::rocksdb::WriteBatchWithIndex>(::rocksdb::BytewiseComparator(), 0,
                                                                   /*overwrite_key=*/true);
     }
 
-    rocksdb_store(rocksdb_store&&) noexcept = default;
-    rocksdb_store& operator=(rocksdb_store&&) noexcept = default;
-    /// Closes the database; updates since the last flush are dropped, as
+    rocksdb_store(rocksdb_store&& o) noexcept
+        : name_(std::move(o.name_)), dir_(std::move(o.dir_)), opts_(std::move(o.opts_)), db_(std::move(o.db_)),
+          data_(std::exchange(o.data_, nullptr)), meta_(std::exchange(o.meta_, nullptr)), batch_(std::move(o.batch_)) {}
+    rocksdb_store& operator=(rocksdb_store&&) = delete;
+    /// Closes the database; updates not committed or flushed are dropped, as
     /// after a crash (a destructor cannot report a failed write).
     ~rocksdb_store() {
         batch_.reset();
-        if (db_) (void)db_->Close();
+        if (!db_) return;
+        for (::rocksdb::ColumnFamilyHandle* h : {data_, meta_})
+            if (h != nullptr) (void)db_->DestroyColumnFamilyHandle(h);
+        (void)db_->Close();
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
@@ -238,7 +261,7 @@ public:
         detail::rocks::encode_key(key, k);
         std::string value;
         const ::rocksdb::Status s =
-            batch_->GetFromBatchAndDB(db_.get(), ::rocksdb::ReadOptions(), detail::rocks::slice(k), &value);
+            batch_->GetFromBatchAndDB(db_.get(), ::rocksdb::ReadOptions(), data_, detail::rocks::slice(k), &value);
         if (s.IsNotFound()) return std::nullopt;
         detail::rocks::check(s, name_, "get");
         return decode<V>(as_bytes(value));
@@ -248,7 +271,7 @@ public:
         byte_buffer k, v;
         detail::rocks::encode_key(key, k);
         encode(value, v);
-        detail::rocks::check(batch_->Put(detail::rocks::slice(k), detail::rocks::slice(v)), name_, "put");
+        detail::rocks::check(batch_->Put(data_, detail::rocks::slice(k), detail::rocks::slice(v)), name_, "put");
     }
 
     /// @returns whether the key was there
@@ -257,7 +280,7 @@ public:
         if (was) {
             byte_buffer k;
             detail::rocks::encode_key(key, k);
-            detail::rocks::check(batch_->Delete(detail::rocks::slice(k)), name_, "erase");
+            detail::rocks::check(batch_->Delete(data_, detail::rocks::slice(k)), name_, "erase");
         }
         return was;
     }
@@ -284,13 +307,44 @@ public:
     ///         the updates stay in the batch, readable, for the next flush
     void flush() { write_batch(opts_.sync_on_flush); }
 
+    /// @brief Writes the updates since the last commit to the database
+    /// together with `changelog_offset`, the changelog offset below which
+    /// the store now holds every record, as one atomic batch (fsynced with
+    /// sync_on_flush). The logged layer calls it in place of a checkpoint:
+    /// at every flush, or under exactly-once once the transaction that holds
+    /// the records has committed, so that after a crash the database holds
+    /// the last committed state and restore reads only the changelog past it.
+    /// @throws store_error RocksDB refused the write; the updates stay in the batch
+    void commit(offset_t changelog_offset) {
+        byte_buffer v;
+        encode(static_cast<std::uint64_t>(changelog_offset), v);
+        detail::rocks::check(batch_->Put(meta_, committed_offset_key, detail::rocks::slice(v)), name_, "commit");
+        write_batch(opts_.sync_on_flush);
+    }
+
+    /// @brief The offset of the last commit(), read from the database; empty
+    /// before the first.
+    [[nodiscard]] std::optional<offset_t> committed_offset() const {
+        std::string v;
+        const ::rocksdb::Status s = db_->Get(::rocksdb::ReadOptions(), meta_, committed_offset_key, &v);
+        if (s.IsNotFound()) return std::nullopt;
+        detail::rocks::check(s, name_, "read its committed offset");
+        return static_cast<offset_t>(decode<std::uint64_t>(as_bytes(v)));
+    }
+
+    /// @brief Drops the updates since the last commit or flush: the store
+    /// reads as the database again (an aborted transaction's updates).
+    void discard() { batch_->Clear(); }
+
     /// @brief During a restore, after each batch of records: they are in the
     /// changelog already, so they go to the database without an fsync and
     /// the write batch does not grow with the changelog.
     void end_restore_batch() { write_batch(false); }
 
     /// @brief Updates waiting for the next flush, and their size in bytes.
-    [[nodiscard]] std::size_t pending_updates() const { return static_cast<std::size_t>(batch_->GetWriteBatch()->Count()); }
+    [[nodiscard]] std::size_t pending_updates() const {
+        return static_cast<std::size_t>(batch_->GetWriteBatch()->Count());
+    }
     [[nodiscard]] std::size_t pending_bytes() const { return batch_->GetWriteBatch()->GetDataSize(); }
 
     /// @brief RocksDB's own estimate of the number of keys (exact after a compaction).
@@ -305,8 +359,11 @@ public:
     [[nodiscard]] ::rocksdb::DB& database() noexcept { return *db_; }
 
 private:
+    static constexpr std::string_view committed_offset_key = "committed-offset";
+
     [[nodiscard]] std::unique_ptr<::rocksdb::Iterator> iterator() const {
-        return std::unique_ptr<::rocksdb::Iterator>(batch_->NewIteratorWithBase(db_->NewIterator(::rocksdb::ReadOptions())));
+        return std::unique_ptr<::rocksdb::Iterator>(
+            batch_->NewIteratorWithBase(data_, db_->NewIterator(::rocksdb::ReadOptions(), data_)));
     }
 
     void write_batch(bool sync) {
@@ -321,6 +378,8 @@ private:
     std::filesystem::path dir_;
     rocksdb_options opts_;
     std::unique_ptr<::rocksdb::DB> db_;
+    ::rocksdb::ColumnFamilyHandle* data_ = nullptr;  ///< the entries
+    ::rocksdb::ColumnFamilyHandle* meta_ = nullptr;  ///< the committed offset
     std::unique_ptr<::rocksdb::WriteBatchWithIndex> batch_;
 };
 
