@@ -121,6 +121,10 @@ for ((rep = 1; rep <= reps; rep++)); do
       run "write/strata-file/${dist}/${c}" "${e2e}" write --sink file --dir "${work_dir}/log-${dist}-${c}" \
         --dist "${dist}" --cache-bytes "${cache}" --flush-ms "${flush_ms}" "${workload[@]}"
       ((peer)) && run "write/ks-rocksdb/${dist}/${c}" peer_write rocksdb "${dist}" "${cache}"
+      run "write/strata-rocksdb/${dist}/${c}" "${e2e}" write --sink kafka --bootstrap "${bootstrap}" \
+        --topic "${t}-${dist}-${c}-rocks-changelog" --store rocksdb --store-dir "${work_dir}/rocks-${dist}-${c}" \
+        --dist "${dist}" --cache-bytes "${cache}" --flush-ms "${flush_ms}" "${workload[@]}"
+      rm -rf "${work_dir}/rocks-${dist}-${c}"
       [[ "${dist}/${c}" == uniform/c0 ]] || rm -rf "${work_dir}/log-${dist}-${c}"
       if [[ "${cache}" != 0 ]]; then
         # Coalescing by the cache alone: no flush (commit) until the end, so
@@ -141,6 +145,9 @@ for ((rep = 1; rep <= reps; rep++)); do
   ((peer)) && run restore/ks-inmemory/full scripts/peer-kafka-streams.sh restore --changelog-topic "${full}" --store inmemory
   run restore/strata-file/full "${e2e}" restore --source file --dir "${work_dir}/log-uniform-c0"
   ((peer)) && run restore/ks-rocksdb/full scripts/peer-kafka-streams.sh restore --changelog-topic "${full}" --store rocksdb
+  run restore/strata-rocksdb/full "${e2e}" restore --source kafka --bootstrap "${bootstrap}" --topic "${full}" \
+    --store rocksdb --store-dir "${work_dir}/rocks-restore"
+  rm -rf "${work_dir}/rocks-restore"
   rm -rf "${work_dir}/log-uniform-c0"
 
   # Restore of a compacted changelog: one record per key (what compaction
@@ -152,6 +159,9 @@ for ((rep = 1; rep <= reps; rep++)); do
   run restore/strata-kafka/compact "${e2e}" restore --source kafka --bootstrap "${bootstrap}" --topic "${compact}"
   ((peer)) && run restore/ks-inmemory/compact scripts/peer-kafka-streams.sh restore --changelog-topic "${compact}" --store inmemory
   ((peer)) && run restore/ks-rocksdb/compact scripts/peer-kafka-streams.sh restore --changelog-topic "${compact}" --store rocksdb
+  run restore/strata-rocksdb/compact "${e2e}" restore --source kafka --bootstrap "${bootstrap}" --topic "${compact}" \
+    --store rocksdb --store-dir "${work_dir}/rocks-restore"
+  rm -rf "${work_dir}/rocks-restore"
 done
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 

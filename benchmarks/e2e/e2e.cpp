@@ -5,7 +5,8 @@
 //
 //   e2e write   --sink file|kafka ...   logged writes through
 //               hash_map_store<string,string> | logged(log) [| cached(bytes)]
-//   e2e restore --source file|kafka ... restore into a fresh store
+//               (--store rocksdb --store-dir D: rocksdb_store<string,string>)
+//   e2e restore --source file|kafka ... restore into a fresh store (either kind)
 //   e2e produce-ceiling ...             librdkafka producer loop, same workload
 //   e2e consume-ceiling ...             librdkafka consumer loop, read to end
 //   e2e disk --dir D [--bytes 1GiB]     write(2)+fdatasync, then read back cold
@@ -23,6 +24,7 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/stores/hash_map_store.hpp>
+#include <strata/stores/rocksdb_store.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -49,6 +51,29 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using kv = strata::hash_map_store<std::string, std::string>;
+using rocks_kv = strata::rocksdb_store<std::string, std::string>;
+
+/// Entries in a store: exact for the map, RocksDB's estimate for RocksDB.
+std::uint64_t entries_of(const kv& s) { return s.size(); }
+std::uint64_t entries_of(const rocks_kv& s) { return s.estimated_keys(); }
+
+/// Calls body(store) with the store --store names: "hash" (hash_map_store,
+/// the default) or "rocksdb" (rocksdb_store in a fresh --store-dir).
+template <class Body>
+void with_store(const bench::args& a, std::uint64_t keys, Body body) {
+    const std::string kind = a.str("store", "hash");
+    if (kind == "hash") {
+        kv s("kv");
+        s.reserve(keys);
+        body(std::move(s));
+    } else if (kind == "rocksdb") {
+        const std::filesystem::path dir = a.need("store-dir");
+        std::filesystem::remove_all(dir);
+        body(rocks_kv("kv", dir));
+    } else {
+        throw std::invalid_argument("--store is hash or rocksdb");
+    }
+}
 
 using bench::args;
 using bench::json;
@@ -292,20 +317,20 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
             .put("changelog_payload_bytes", payload)
             .put("changelog_payload_bytes_per_update",
                  static_cast<double>(payload) / static_cast<double>(w.updates))
-            .put("entries", static_cast<std::uint64_t>(inner.size()));
+            .put("entries", entries_of(inner));
         if (rss_every > 0) j.put("rss", rss);
     };
 
-    if (cache_bytes == 0) {
-        auto s = kv("kv") | strata::logged(log);
-        s.base().reserve(w.keys);
-        drive(s, s.base(), [&] { return s.records_written(); });
-    } else {
-        auto s = kv("kv") | strata::logged(log) | strata::cached(strata::cache_options{cache_bytes});
-        s.base().base().reserve(w.keys);
-        drive(s, s.base().base(), [&] { return s.base().records_written(); });
-    }
-    j.put("cache_bytes", cache_bytes).put("flush_ms", flush_ms);
+    with_store(a, w.keys, [&](auto&& store) {
+        if (cache_bytes == 0) {
+            auto s = std::move(store) | strata::logged(log);
+            drive(s, s.base(), [&] { return s.records_written(); });
+        } else {
+            auto s = std::move(store) | strata::logged(log) | strata::cached(strata::cache_options{cache_bytes});
+            drive(s, s.base().base(), [&] { return s.base().records_written(); });
+        }
+    });
+    j.put("cache_bytes", cache_bytes).put("flush_ms", flush_ms).put("store", a.str("store", "hash"));
 }
 
 void cmd_write(const args& a) {
@@ -336,25 +361,28 @@ void cmd_write(const args& a) {
 // ---------------------------------------------------------------- restore --
 
 template <class MakeLog>
-void run_restore(MakeLog make_log, json& j) {
-    const double cpu0 = cpu_seconds();
-    const auto t0 = clock_type::now();  // from opening the changelog until the store is ready
-    auto inner_log = make_log();
-    counting_log<decltype(inner_log)> log(inner_log);
-    auto s = kv("kv") | strata::logged(log);
-    const auto t1 = clock_type::now();
-    const auto p = s.restore();
-    const double restore_s = since(t1);
-    const double ready_s = since(t0);
-    const double cpu = cpu_seconds() - cpu0;
-    j.put("records", p.records_done)
-        .put("payload_bytes", log.replayed_bytes)
-        .put("restore_s", restore_s)
-        .put("ready_s", ready_s)
-        .put("records_per_s", static_cast<double>(p.records_done) / restore_s)
-        .put("mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s)
-        .put("cpu_s", cpu)
-        .put("entries", static_cast<std::uint64_t>(s.base().size()));
+void run_restore(const args& a, MakeLog make_log, json& j) {
+    with_store(a, 0, [&](auto&& store) {
+        const double cpu0 = cpu_seconds();
+        const auto t0 = clock_type::now();  // from opening the changelog until the store is ready
+        auto inner_log = make_log();
+        counting_log<decltype(inner_log)> log(inner_log);
+        auto s = std::move(store) | strata::logged(log);
+        const auto t1 = clock_type::now();
+        const auto p = s.restore();
+        const double restore_s = since(t1);
+        const double ready_s = since(t0);
+        const double cpu = cpu_seconds() - cpu0;
+        j.put("records", p.records_done)
+            .put("payload_bytes", log.replayed_bytes)
+            .put("restore_s", restore_s)
+            .put("ready_s", ready_s)
+            .put("records_per_s", static_cast<double>(p.records_done) / restore_s)
+            .put("mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s)
+            .put("cpu_s", cpu)
+            .put("entries", entries_of(s.base()))
+            .put("store", a.str("store", "hash"));
+    });
 }
 
 void cmd_restore(const args& a) {
@@ -364,11 +392,11 @@ void cmd_restore(const args& a) {
     j.put("source", source);
     if (source == "file") {
         const std::filesystem::path dir = a.need("dir");
-        run_restore([&] { return strata::file_log(dir); }, j);
+        run_restore(a, [&] { return strata::file_log(dir); }, j);
     } else if (source == "kafka") {
         const std::string topic = a.need("topic");
         // kafka_changelog is movable; the replay range it makes is built in place.
-        run_restore([&] { return strata::kafka::kafka_changelog(log_opts(a, topic)); }, j);
+        run_restore(a, [&] { return strata::kafka::kafka_changelog(log_opts(a, topic)); }, j);
         j.put("topic", topic);
     } else {
         throw std::invalid_argument("--source is file or kafka");
@@ -587,8 +615,9 @@ int main(int argc, char** argv) {
                      "  write           --sink file --dir D | --sink kafka --bootstrap B --topic T\n"
                      "                  [--updates 1M] [--keys 100k] [--dist uniform|zipf|sequential] [--zipf-s 0.99]\n"
                      "                  [--value-bytes 100] [--cache-bytes 0|10MiB] [--flush-ms 100] [--seed 42] [--rss-every 1M]\n"
-                     "                  [--producer-setting name=value]...\n"
+                     "                  [--producer-setting name=value]... [--store hash|rocksdb --store-dir D]\n"
                      "  restore         --source file --dir D | --source kafka --bootstrap B --topic T\n"
+                     "                  [--store hash|rocksdb --store-dir D]\n"
                      "  produce-ceiling --bootstrap B --topic T, the workload options, [--flush-ms 0]\n"
                      "  consume-ceiling --bootstrap B --topic T\n"
                      "  disk            --dir D [--bytes 1GiB]\n");

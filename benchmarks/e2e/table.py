@@ -175,6 +175,29 @@ def main():
       f"| disk read {fmt(disk_r, 'num')} MB/s | {fmt(ratio(fmb, disk_r), 'ratio')} (MB/s) | | | | |")
     p("")
 
+    # ---- the RocksDB store
+    p("### The RocksDB store against Kafka Streams' RocksDB store")
+    p("")
+    p("strata's `rocksdb_store<string, string>` (its write batch committed to RocksDB with the changelog "
+      "offset and an fsync at every flush) against Kafka Streams' persistent RocksDB store, on the same "
+      "workload and broker; writes logged to Kafka in updates/s, restores into a fresh store in records/s.")
+    p("")
+    p("| what | dist | cache | strata RocksDB | KS RocksDB | strata / KS | strata RocksDB / strata in-memory |")
+    p("| --- | --- | --- | --- | --- | --- | --- |")
+    for dist in ("uniform", "zipf"):
+        for c, label in (("c0", "off"), ("cache", cond["cache_bytes"])):
+            sr = med(runs, f"write/strata-rocksdb/{dist}/{c}", "updates_per_s")
+            kr = med(runs, f"write/ks-rocksdb/{dist}/{c}", "steady_updates_per_s")
+            sm = med(runs, f"write/strata-kafka/{dist}/{c}", "updates_per_s")
+            p(f"| writes | {dist} | {label} | {fmt(sr)} | {fmt(kr)} | {fmt(ratio(sr, kr), 'x')} "
+              f"| {fmt(ratio(sr, sm), 'ratio')} |")
+    for which, label in (("full", "full"), ("compact", "compacted")):
+        sr = med(runs, f"restore/strata-rocksdb/{which}", "records_per_s")
+        kr = med(runs, f"restore/ks-rocksdb/{which}", "records_per_s")
+        sm = med(runs, f"restore/strata-kafka/{which}", "records_per_s")
+        p(f"| restore, {label} | | | {fmt(sr)} | {fmt(kr)} | {fmt(ratio(sr, kr), 'x')} | {fmt(ratio(sr, sm), 'ratio')} |")
+    p("")
+
     # ---- goals
     p("### Goals")
     p("")
@@ -194,6 +217,11 @@ def main():
                 goal(f"logged writes to Kafka / Kafka Streams {name}, {dist}, cache {'off' if c == 'c0' else 'on'}",
                      ratio(med(runs, f"write/strata-kafka/{dist}/{c}", "updates_per_s"),
                            med(runs, f"write/ks-{store}/{dist}/{c}", "steady_updates_per_s")), 3)
+    for dist in ("uniform", "zipf"):
+        for c in ("c0", "cache"):
+            goal(f"RocksDB store: logged writes to Kafka / Kafka Streams RocksDB, {dist}, cache {'off' if c == 'c0' else 'on'}",
+                 ratio(med(runs, f"write/strata-rocksdb/{dist}/{c}", "updates_per_s"),
+                       med(runs, f"write/ks-rocksdb/{dist}/{c}", "steady_updates_per_s")), 3)
     for which in ("full", "compact"):
         s = med(runs, f"restore/strata-kafka/{which}", "records_per_s")
         goal(f"restore ({which}) / consumer ceiling", ratio(s, med(runs, f"restore/ceiling/{which}", "records_per_s")), 0.8)

@@ -226,7 +226,8 @@ TEST_CASE("rocksdb exactly-once: a processor killed at random moments reopens it
     s.transactional_id = kafka_test::unique_name("rocks-eos-task-0");
     s.store_dir = dir / "store";
     s.restores_file = dir / "restores.txt";
-    s.inputs = 6000;
+    const char* inputs_env = std::getenv("STRATA_ROCKSDB_EOS_INPUTS");
+    s.inputs = inputs_env != nullptr && *inputs_env != '\0' ? std::atoll(inputs_env) : 6000;
     s.commit_every = 20;
     {
         kafka_changelog in(log_options(s, s.input));
@@ -239,7 +240,8 @@ TEST_CASE("rocksdb exactly-once: a processor killed at random moments reopens it
     // No librdkafka handle (and so no thread) is alive here: fork is safe.
 
     // Kill delays from this seed (STRATA_TEST_SEED reruns them); the number
-    // of kills from STRATA_ROCKSDB_EOS_KILLS (default 4).
+    // of kills from STRATA_ROCKSDB_EOS_KILLS (default 4), of inputs from
+    // STRATA_ROCKSDB_EOS_INPUTS (default 6000).
     const std::uint64_t seed = test_support::seed(20261201);
     std::mt19937_64 rng(seed);
     std::uniform_int_distribution<int> delay_ms(800, 2500);
