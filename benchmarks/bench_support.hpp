@@ -85,6 +85,24 @@ struct discarding_log {
 };
 static_assert(strata::changelog<discarding_log>);
 
+/// Per-operation times of timed batches: reports ns_per_op (total time over
+/// operations) and the p50 and p99 of the batches' per-operation times as
+/// counters of a benchmark::State.
+struct percentiles {
+    std::vector<double> samples;
+    template <class State>
+    void report(State& state, double total_ns, double ops) {
+        std::sort(samples.begin(), samples.end());
+        auto at = [&](double q) {
+            if (samples.empty()) return 0.0;
+            return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * static_cast<double>(samples.size())))];
+        };
+        state.counters["ns_per_op"] = ops > 0 ? total_ns / ops : 0.0;
+        state.counters["p50_ns"] = at(0.50);
+        state.counters["p99_ns"] = at(0.99);
+    }
+};
+
 // ---- files
 
 using clock_type = std::chrono::steady_clock;

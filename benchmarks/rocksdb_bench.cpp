@@ -126,19 +126,7 @@ struct raw_db {
     }
 };
 
-struct percentiles {
-    std::vector<double> samples;
-    void report(benchmark::State& state, double total_ns, double ops) {
-        std::sort(samples.begin(), samples.end());
-        auto at = [&](double q) {
-            if (samples.empty()) return 0.0;
-            return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * static_cast<double>(samples.size())))];
-        };
-        state.counters["ns_per_op"] = ops > 0 ? total_ns / ops : 0.0;
-        state.counters["p50_ns"] = at(0.50);
-        state.counters["p99_ns"] = at(0.99);
-    }
-};
+using bench::percentiles;
 
 template <class Make, class Op>
 void bench_ops(benchmark::State& state, Make make, u64 keys, Op op) {

@@ -18,6 +18,7 @@
 // the store's committed offset. Kafka Streams, in the same situation, wipes
 // its RocksDB store and restores the whole changelog.
 
+#include "../kafka/exactly_once_support.hpp"
 #include "../kafka/kafka_test_support.hpp"
 
 #include <support/seed.hpp>
@@ -89,24 +90,11 @@ kafka_changelog_options log_options(const setup& s, const std::string& topic) {
     return o;
 }
 
-client group_consumer(const setup& s) {
-    conf c;
-    c.set("bootstrap.servers", s.bootstrap);
-    c.set("group.id", s.group);
-    c.set("enable.auto.commit", "false");
-    c.set("auto.offset.reset", "earliest");
-    c.set("isolation.level", "read_committed");
-    client k(RD_KAFKA_CONSUMER, std::move(c));
-    k.close_consumer_on_destroy();
-    return k;
-}
+client group_consumer(const setup& s) { return kafka_test::eos_input_consumer(s.bootstrap, s.group); }
 
 /// The group's committed input offset (0 when nothing was committed).
 std::int64_t committed_input(rd_kafka_t* consumer, const setup& s) {
-    const unique_partition_list l = one_partition(s.input, 0);
-    check(rd_kafka_committed(consumer, l.get(), 30'000), "read the committed offset");
-    check(l->elems[0].err, "read the committed offset");
-    return l->elems[0].offset < 0 ? 0 : l->elems[0].offset;
+    return kafka_test::committed_input_offset(consumer, s.input);
 }
 
 /// The processor; runs in the child and never returns.
