@@ -272,3 +272,39 @@ TEST_CASE("rocksdb store: a stored value that does not decode is a serde_error",
     CHECK_THROWS_AS(s.get(1), strata::serde_error);
     CHECK_THROWS_AS(keys_of(s.all()), strata::serde_error);
 }
+
+TEST_CASE("rocksdb store: scans merge pending updates with the database, in order, erases hidden",
+          "[rocksdb]") {
+    test_support::temp_dir dir;
+    kv s("s", dir.path() / "db");
+    std::map<std::int64_t, std::string> model;
+    std::mt19937_64 rng(11);
+    auto key = [&] { return static_cast<std::int64_t>(rng() % 200) - 100; };
+    for (int step = 0; step < 3000; ++step) {
+        const std::int64_t k = key();
+        switch (rng() % 8) {
+            case 0:
+            case 1:
+            case 2: {
+                const std::string v = "v" + std::to_string(rng() % 1000);
+                s.put(k, v);
+                model[k] = v;
+                break;
+            }
+            case 3:
+            case 4: CHECK(s.erase(k) == (model.erase(k) == 1)); break;
+            case 5: s.flush(); break;  // some keys in the database, some pending, some both
+            default: CHECK(s.get(k) == (model.contains(k) ? std::optional(model[k]) : std::nullopt)); break;
+        }
+        if (step % 50 == 0) {
+            std::int64_t lo = key(), hi = key();
+            if (hi < lo) std::swap(lo, hi);
+            std::vector<std::pair<std::int64_t, std::string>> want(model.lower_bound(lo), model.upper_bound(hi));
+            std::vector<std::pair<std::int64_t, std::string>> got;
+            for (const auto& [gk, gv] : s.range(lo, hi)) got.emplace_back(gk, gv);
+            INFO("step " << step << ", range [" << lo << ", " << hi << "]");
+            REQUIRE(got == want);
+            REQUIRE(contents(s) == model);
+        }
+    }
+}
