@@ -30,6 +30,8 @@
 #include <strata/decorators/all.hpp>
 #include <strata/stores/rocksdb_store.hpp>
 
+#include <rocksdb/utilities/write_batch_with_index.h>
+
 #include "bench_support.hpp"
 
 #include <benchmark/benchmark.h>
