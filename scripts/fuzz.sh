@@ -67,10 +67,10 @@ if ((${#missing[@]})); then
 fi
 bash "${root}/scripts/setup.sh" >/dev/null
 
-# The targets only: no tests, examples, tools, Kafka, gateway or RocksDB.
+# The targets only: no tests, examples, tools, Kafka, gateway, RocksDB or SQLite.
 CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE= -DSTRATA_BUILD_FUZZERS=ON \
   -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_TOOLS=OFF \
-  -DSTRATA_WITH_KAFKA=OFF -DSTRATA_WITH_GATEWAY=OFF -DSTRATA_WITH_ROCKSDB=OFF >/dev/null
+  -DSTRATA_WITH_KAFKA=OFF -DSTRATA_WITH_GATEWAY=OFF -DSTRATA_WITH_ROCKSDB=OFF -DSTRATA_WITH_SQLITE=OFF >/dev/null
 
 if ((regenerate)); then
   cmake --build "${build}" -j "${jobs}" --target strata_fuzz_corpus

@@ -207,6 +207,12 @@ concept has_write_value =
     };
 template <class C, class S>
 concept has_restore = requires(const C& c, S& s, const record_view& r) { c.restore(s, r); };
+template <class C, class S, class U>
+concept has_apply_observed = requires(const C& c, S& s, const U& u) {
+    { c.apply_observed(s, u) } -> std::ranges::input_range;
+    requires std::convertible_to<std::ranges::range_reference_t<decltype(c.apply_observed(s, u))>,
+                                 const typename C::key_type&>;
+};
 }  // namespace detail
 
 /// @brief How the state of store S maps onto changelog records.
@@ -230,5 +236,16 @@ concept changelog_codec = std::is_object_v<C> && requires { typename C::key_type
 /// `c.touched(before, u)`, evaluated before u is applied, is a range of keys.
 template <class C, class S, class U>
 concept changelog_codec_for = changelog_codec<C, S> && detail::has_touched<C, S, U>;
+
+/// @brief C learns which units an update of type U touches while it is
+/// applied, for stores whose engine reports what changed (SQLite's session
+/// extension) rather than codecs that can tell beforehand:
+/// `c.apply_observed(s, u)` applies u to s and returns a range of the keys
+/// it touched. If it throws, u must have left s unchanged.
+///
+/// The logged layer uses `touched` when a codec has both; each form costs
+/// only its own calls.
+template <class C, class S, class U>
+concept observing_codec_for = changelog_codec<C, S> && detail::has_apply_observed<C, S, U>;
 
 }  // namespace strata

@@ -91,7 +91,7 @@ public:
 
     /// @brief Applies u to the inner store and logs every unit it touched.
     /// The touched keys are taken before u is applied, so a delete logs the
-    /// rows it removes.
+    /// rows it removes; an observing codec reports them as u is applied.
     template <class U>
     void apply(const U& u) {
         apply_unlogged(u, [this](const log_key_type& k) { log_key(k); });
@@ -103,14 +103,20 @@ public:
     void apply_unlogged(const U& u, OnTouched&& on_touched) {
         static_assert(store_for<Inner, const U&>,
                       "strata::logged: the inner store has no apply() for this update type");
-        static_assert(changelog_codec_for<Codec, Inner, U>,
+        static_assert(changelog_codec_for<Codec, Inner, U> || observing_codec_for<Codec, Inner, U>,
                       "strata::logged: the codec cannot say which keys this update touches; give it "
-                      "a member `touched(const Store&, const Update&)` returning a range of keys");
+                      "a member `touched(const Store&, const Update&)` returning a range of keys (or "
+                      "`apply_observed(Store&, const Update&)`, which applies it and returns them)");
         refuse_if_failed("update");
-        // Keys first: an update may remove what it touches.
-        auto&& keys = codec_.touched(std::as_const(inner_), u);
-        inner_.apply(u);
-        for (const log_key_type& k : keys) on_touched(k);
+        if constexpr (changelog_codec_for<Codec, Inner, U>) {
+            // Keys first: an update may remove what it touches.
+            auto&& keys = codec_.touched(std::as_const(inner_), u);
+            inner_.apply(u);
+            for (const log_key_type& k : keys) on_touched(k);
+        } else {
+            auto&& keys = codec_.apply_observed(inner_, u);
+            for (const log_key_type& k : keys) on_touched(k);
+        }
     }
 
     /// @brief Appends the record of unit k in its current state: its value,
