@@ -201,3 +201,20 @@ TEST_CASE("sqlite store: a record that does not decode fails restore and names i
     }
     CHECK(strata::innermost(fresh).query("SELECT name FROM department") == rows{{"eng"}});
 }
+
+TEST_CASE("sqlite store: an update that changes a table schema() did not create is undone and refused",
+          "[sqlite][errors]") {
+    strata::memory_log log;
+    auto s = hr() | strata::logged(log);
+    s.apply(sql{"INSERT INTO department VALUES ('eng', 100)"});
+    const auto records = log.end_offset();
+    // DDL through apply: the new table is unknown to the changelog's codec.
+    try {
+        s.apply(sql{"CREATE TABLE audit(id INTEGER PRIMARY KEY, what TEXT); INSERT INTO audit VALUES (1, 'x')"});
+        FAIL("an update of an unknown table was logged");
+    } catch (const strata::usage_error& e) {
+        CHECK(std::string(e.what()).find("table audit, which schema() did not create") != std::string::npos);
+    }
+    CHECK(log.end_offset() == records);
+    CHECK(strata::innermost(s).query("SELECT count(*) FROM sqlite_schema WHERE name = 'audit'") == rows{{0}});
+}

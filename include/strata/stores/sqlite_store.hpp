@@ -10,8 +10,9 @@
 ///     store.apply(strata::sql{"UPDATE employee SET salary = salary + ?1 WHERE salary < ?2", {100, 5000}});
 ///     store.flush();
 ///
-/// Each update is SQL run by SQLite. SQLite's session extension records
-/// which rows it changed, and the changelog gets one record per changed row:
+/// Each update is SQL run by SQLite. SQLite reports every row it changes to
+/// its preupdate hook (the mechanism of its session extension), and the
+/// changelog gets one record per changed row:
 /// the table and primary key as the record's key, the row's current values
 /// as its value, or a tombstone for a deleted row. Restore writes the rows
 /// back. The codec learns the rows while the update runs (`apply_observed`,
@@ -39,6 +40,8 @@
 #include <strata/serde/encode.hpp>
 
 #include <sqlite3.h>
+
+#include <tuple>
 
 #include <boost/container_hash/hash.hpp>
 
@@ -142,9 +145,6 @@ struct close_db {
 struct finalize {
     void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
 };
-struct delete_session {
-    void operator()(sqlite3_session* s) const noexcept { sqlite3session_delete(s); }
-};
 struct free_memory {
     void operator()(void* p) const noexcept { sqlite3_free(p); }
 };
@@ -197,6 +197,9 @@ public:
     struct table_info {
         std::vector<std::string> columns;
         std::vector<int> key_columns;  ///< indexes into `columns`, in column order
+        std::string select_by_key;     ///< SELECT * ... WHERE key = ?1 ...
+        std::string delete_by_key;     ///< DELETE ... WHERE key = ?1 ...
+        std::string upsert;            ///< INSERT ... ON CONFLICT (key) DO UPDATE ...
     };
 
     /// @brief Opens (or creates) the database at `path`; ":memory:" for one in memory.
@@ -212,6 +215,7 @@ public:
         exec(std::string("CREATE TABLE IF NOT EXISTS ") + detail::sql::meta_table +
              "(key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
         exec("BEGIN");
+        (void)load_tables();
     }
 
     sqlite_store(sqlite_store&&) noexcept = default;
@@ -233,78 +237,49 @@ public:
     /// @throws usage_error a table has no PRIMARY KEY
     void schema(std::string_view ddl) {
         exec(ddl);
-        tables_.clear();
-        const auto names =
-            query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> ?1",
-                  {detail::sql::meta_table});
-        for (const auto& row : names) {
-            const std::string& t = std::get<std::string>(row.at(0).v);
+        for (const std::string& t : load_tables())
             if (table(t).key_columns.empty())
                 throw usage_error("strata::sqlite_store '" + name_ + "': table " + t +
                                   " has no PRIMARY KEY; the changelog identifies rows by it");
-        }
     }
 
     /// @brief Runs the update's statements in a savepoint: all of them, or
     /// (when one fails) none.
     /// @throws store_error SQLite's message, naming the statement
     void apply(const sql& u) {
-        exec("SAVEPOINT strata_update");
+        run(savepoint_);
         try {
             run(u);
+            if (!observe_error_.empty()) throw usage_error(observe_error_);
         } catch (...) {
-            sqlite3_exec(db_.get(), "ROLLBACK TO strata_update", nullptr, nullptr, nullptr);
-            sqlite3_exec(db_.get(), "RELEASE strata_update", nullptr, nullptr, nullptr);
+            sqlite3_exec(db_.get(), "ROLLBACK TO strata_update; RELEASE strata_update", nullptr, nullptr, nullptr);
             throw;
         }
-        exec("RELEASE strata_update");
+        run(release_);
     }
 
     /// @brief Applies u and returns the rows it changed (inserted, updated
-    /// or deleted, by triggers and cascades too), from SQLite's session
-    /// extension. What sqlite_codec::apply_observed calls.
+    /// or deleted, by cascades and triggers too), each once. SQLite reports
+    /// every row change to the preupdate hook, the mechanism its session
+    /// extension is built on; the hook records the primary keys of the rows.
+    /// What sqlite_codec::apply_observed calls.
     std::vector<row_key> apply_observed(const sql& u) {
-        sqlite3_session* raw = nullptr;
-        check(sqlite3session_create(db_.get(), "main", &raw), "start a session");
-        const std::unique_ptr<sqlite3_session, detail::sql::delete_session> session(raw);
-        sqlite3session_table_filter(
-            raw, [](void*, const char* t) { return std::strcmp(t, detail::sql::meta_table) != 0 ? 1 : 0; }, nullptr);
-        check(sqlite3session_attach(raw, nullptr), "attach a session");
-        apply(u);
-        int size = 0;
-        void* changes = nullptr;
-        check(sqlite3session_changeset(raw, &size, &changes), "read the session's changes");
-        const std::unique_ptr<void, detail::sql::free_memory> owned(changes);
-        std::vector<row_key> rows;
-        sqlite3_changeset_iter* it = nullptr;
-        check(sqlite3changeset_start(&it, size, changes), "read the session's changes");
-        int rc = SQLITE_OK;
-        while ((rc = sqlite3changeset_next(it)) == SQLITE_ROW) {
-            const char* tab = nullptr;
-            int columns = 0, op = 0, indirect = 0;
-            sqlite3changeset_op(it, &tab, &columns, &op, &indirect);
-            unsigned char* is_key = nullptr;
-            int n = 0;
-            sqlite3changeset_pk(it, &is_key, &n);
-            std::vector<sql_value> before, after;
-            for (int i = 0; i < columns; ++i) {
-                if (is_key[i] == 0) continue;
-                sqlite3_value* old_v = nullptr;
-                sqlite3_value* new_v = nullptr;
-                if (op != SQLITE_INSERT) sqlite3changeset_old(it, i, &old_v);
-                if (op != SQLITE_DELETE) sqlite3changeset_new(it, i, &new_v);
-                // An UPDATE leaves unchanged columns out of its new values.
-                before.push_back(old_v != nullptr ? detail::sql::from_sqlite(old_v) : sql_value{});
-                after.push_back(new_v != nullptr ? detail::sql::from_sqlite(new_v)
-                                                 : old_v != nullptr ? detail::sql::from_sqlite(old_v) : sql_value{});
+        observed_.clear();
+        observe_error_.clear();
+        struct hook_guard {
+            sqlite_store& s;
+            ~hook_guard() {
+                sqlite3_preupdate_hook(s.db_.get(), nullptr, nullptr);
+                s.observe_error_.clear();
             }
-            if (op != SQLITE_INSERT) rows.push_back({tab, encode(before)});
-            if (op == SQLITE_INSERT || (op == SQLITE_UPDATE && after != before)) rows.push_back({tab, encode(after)});
-        }
-        const int end = sqlite3changeset_finalize(it);
-        if (rc != SQLITE_DONE) check(rc, "read the session's changes");
-        check(end, "read the session's changes");
-        return rows;
+        } guard{*this};
+        sqlite3_preupdate_hook(db_.get(), &sqlite_store::on_preupdate, this);
+        apply(u);  // rolls u back and throws if the hook could not name a changed row
+        std::sort(observed_.begin(), observed_.end(), [](const row_key& a, const row_key& b) {
+            return std::tie(a.table, a.primary_key) < std::tie(b.table, b.primary_key);
+        });
+        observed_.erase(std::unique(observed_.begin(), observed_.end()), observed_.end());
+        return std::move(observed_);
     }
 
     /// @brief Runs a query and returns its rows.
@@ -339,14 +314,18 @@ public:
         if (info.columns.empty()) throw usage_error("strata::sqlite_store '" + name_ + "': no table " + t);
         for (const auto& [position, col] : keys) info.key_columns.push_back(col);
         std::sort(info.key_columns.begin(), info.key_columns.end());
+        if (!info.key_columns.empty()) {
+            info.select_by_key = "SELECT * FROM " + detail::sql::quoted(t) + where_key(info);
+            info.delete_by_key = "DELETE FROM " + detail::sql::quoted(t) + where_key(info);
+            info.upsert = upsert_text(t, info);
+        }
         return tables_.emplace(t, std::move(info)).first->second;
     }
 
     /// @brief The current values of the row `k` names, or none if it does not exist.
     [[nodiscard]] std::optional<std::vector<sql_value>> row(const row_key& k) const {
         const table_info& t = table(k.table);
-        auto rows = query("SELECT * FROM " + detail::sql::quoted(k.table) + where_key(t),
-                          decode<std::vector<sql_value>>(k.primary_key));
+        auto rows = query(t.select_by_key, decode<std::vector<sql_value>>(k.primary_key));
         if (rows.empty()) return std::nullopt;
         return std::move(rows.front());
     }
@@ -360,7 +339,7 @@ public:
             throw serde_error("row of " + t, 0,
                               std::to_string(values.size()) + " values for " + std::to_string(info.columns.size()) +
                                   " columns: the changelog was written for another schema");
-        run(sql{upsert_text(t, info), values});
+        run(sql{info.upsert, values});
     }
     /// @brief Foreign keys checked at the commit rather than per statement,
     /// until then (restore: rows arrive in changelog order).
@@ -368,8 +347,7 @@ public:
     /// @brief Deletes a row the changelog says is gone.
     void delete_row(const row_key& k) {
         const table_info& t = table(k.table);
-        run(sql{"DELETE FROM " + detail::sql::quoted(k.table) + where_key(t),
-                decode<std::vector<sql_value>>(k.primary_key)});
+        run(sql{t.delete_by_key, decode<std::vector<sql_value>>(k.primary_key)});
     }
 
     /// @brief Commits the open transaction together with the changelog
@@ -499,6 +477,54 @@ private:
         sqlite3_reset(s);
     }
 
+    /// Records the primary key of each row an update changes (old and new
+    /// when an UPDATE changes the key). Runs inside SQLite: no SQL here, and
+    /// no exception may leave it; a table the store does not know (created
+    /// outside schema()) is an error reported after the statement.
+    static void on_preupdate(void* self, sqlite3* db, int op, const char* database, const char* table_name,
+                             sqlite3_int64, sqlite3_int64) {
+        auto& s = *static_cast<sqlite_store*>(self);
+        if (std::strcmp(database, "main") != 0 || std::strcmp(table_name, detail::sql::meta_table) == 0) return;
+        try {
+            const auto it = s.tables_.find(std::string_view(table_name));
+            if (it == s.tables_.end() || it->second.key_columns.empty()) {
+                s.observe_error_ = "strata::sqlite_store '" + s.name_ + "': the update changed table " +
+                                   table_name +
+                                   (it == s.tables_.end() ? ", which schema() did not create"
+                                                          : ", which has no PRIMARY KEY") +
+                                   "; nothing was applied";
+                return;
+            }
+            std::vector<sql_value> before, after;
+            for (const int c : it->second.key_columns) {
+                sqlite3_value* v = nullptr;
+                if (op != SQLITE_INSERT && sqlite3_preupdate_old(db, c, &v) == SQLITE_OK)
+                    before.push_back(detail::sql::from_sqlite(v));
+                if (op != SQLITE_DELETE && sqlite3_preupdate_new(db, c, &v) == SQLITE_OK)
+                    after.push_back(detail::sql::from_sqlite(v));
+            }
+            if (op != SQLITE_INSERT) s.observed_.push_back({table_name, encode(before)});
+            if (op == SQLITE_INSERT || (op == SQLITE_UPDATE && after != before))
+                s.observed_.push_back({table_name, encode(after)});
+        } catch (const std::exception& e) {
+            s.observe_error_ = std::string("strata::sqlite_store '") + s.name_ + "': " + e.what();
+        }
+    }
+
+    /// Reads what the changelog needs of every table (the preupdate hook
+    /// may not run SQL); returns the tables' names.
+    std::vector<std::string> load_tables() {
+        tables_.clear();
+        std::vector<std::string> names;
+        for (const auto& row : query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE "
+                                     "'sqlite_%' AND name <> ?1",
+                                     {detail::sql::meta_table})) {
+            names.push_back(std::get<std::string>(row.at(0).v));
+            (void)table(names.back());
+        }
+        return names;
+    }
+
     static std::string upsert_text(const std::string& name, const table_info& t) {
         std::string text = "INSERT INTO " + detail::sql::quoted(name) + " VALUES (";
         for (std::size_t i = 0; i < t.columns.size(); ++i) text += i == 0 ? "?" : ", ?";
@@ -530,6 +556,10 @@ private:
     std::unique_ptr<sqlite3, detail::sql::close_db> db_;
     mutable std::unordered_map<std::string, detail::sql::statement> statements_;
     mutable std::map<std::string, table_info, std::less<>> tables_;
+    std::vector<row_key> observed_;  ///< rows changed by the update running under apply_observed
+    std::string observe_error_;      ///< why a changed row could not be named, if so
+    const sql savepoint_{"SAVEPOINT strata_update"};
+    const sql release_{"RELEASE strata_update"};
 };
 
 /// @brief The codec of sqlite_store: one record per changed row, for any
