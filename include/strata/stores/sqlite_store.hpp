@@ -26,9 +26,7 @@
 /// exactly its last commit after a crash and restores only the changelog
 /// past it.
 
-#ifndef SQLITE_ENABLE_SESSION
-#define SQLITE_ENABLE_SESSION 1
-#endif
+// The preupdate hook's declarations (Debian's libsqlite3 is built with it).
 #ifndef SQLITE_ENABLE_PREUPDATE_HOOK
 #define SQLITE_ENABLE_PREUPDATE_HOOK 1
 #endif
