@@ -308,3 +308,15 @@ TEST_CASE("rocksdb store: scans merge pending updates with the database, in orde
         }
     }
 }
+
+TEST_CASE("rocksdb store: close() lets go of the directory at once and refuses later use", "[rocksdb]") {
+    test_support::temp_dir dir;
+    kv first("s", dir.path() / "db");
+    first.put(1, "one");
+    first.commit(1);
+    first.put(2, "two");  // not committed: dropped by close()
+    first.close();
+    CHECK_THROWS_AS(first.get(1), strata::usage_error);
+    kv second("s", dir.path() / "db");  // the lock is free
+    CHECK(contents(second) == std::map<std::int64_t, std::string>{{1, "one"}});
+}

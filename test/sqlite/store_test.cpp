@@ -218,3 +218,17 @@ TEST_CASE("sqlite store: an update that changes a table schema() did not create 
     CHECK(log.end_offset() == records);
     CHECK(strata::innermost(s).query("SELECT count(*) FROM sqlite_schema WHERE name = 'audit'") == rows{{0}});
 }
+
+TEST_CASE("sqlite store: close() rolls back what was not committed and refuses later use", "[sqlite]") {
+    test_support::temp_dir dir;
+    const auto path = (dir.path() / "hr.db").string();
+    auto first = hr(path);
+    first.apply(sql{"INSERT INTO department VALUES ('eng', 100)"});
+    first.commit(1);
+    first.apply(sql{"INSERT INTO department VALUES ('ops', 50)"});  // not committed
+    first.close();
+    CHECK_THROWS_AS(first.apply(sql{"DELETE FROM department"}), strata::usage_error);
+    auto second = hr(path);
+    second.apply(sql{"INSERT INTO department VALUES ('hr', 10)"});  // no lock left behind
+    CHECK(second.query("SELECT name FROM department ORDER BY name") == rows{{"eng"}, {"hr"}});
+}

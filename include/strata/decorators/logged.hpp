@@ -199,23 +199,20 @@ public:
     offset_t flush() {
         refuse_if_failed("flush");
         const offset_t durable = log().flush();
-        if constexpr (self_checkpointing_store<Inner>) {
-            if (opts_.checkpoint_on_flush) inner_.commit(durable);
-        } else {
-            if constexpr (detail::has_flush<Inner>) inner_.flush();
-            if (opts_.checkpoint_on_flush) save_checkpoint(durable);
-        }
+        if constexpr (!self_checkpointing_store<Inner> && detail::has_flush<Inner>) inner_.flush();
+        if (opts_.checkpoint_on_flush) save_checkpoint(durable);
         return durable;
     }
 
     /// @brief Records that the store and its changelog hold everything below
-    /// `durable`: commits a self_checkpointing_store with it, or saves it to
-    /// the checkpoint file if one is configured and the store is persistent
-    /// (else does nothing).
+    /// `durable`: commits a self_checkpointing_store with it, and saves it to
+    /// the checkpoint file if one is configured and the store is persistent.
+    /// (A self_checkpointing_store restores from its own offset; the file
+    /// then only says that the local data can be trusted.)
     void save_checkpoint(offset_t durable) {
         refuse_if_failed("checkpoint");
         if constexpr (self_checkpointing_store<Inner>) inner_.commit(durable);
-        else if (opts_.checkpoint && is_persistent(inner_))
+        if (opts_.checkpoint && is_persistent(inner_))
             checkpoint_file(*opts_.checkpoint).save(this->name(), opts_.partition, durable);
     }
 

@@ -662,9 +662,11 @@ private:
         for (std::shared_ptr<task>& t : restorer_->take_ready()) {
             const auto it = tasks_.find(t->partition());
             if (it == tasks_.end() || it->second != t) continue;  // released meanwhile
-            if (config_.guarantee == processing_guarantee::exactly_once) {
+            if (config_.guarantee == processing_guarantee::exactly_once && t->may_run_ahead_of_commits()) {
                 // From now on the local state runs ahead of what is committed:
-                // without a checkpoint, a crash wipes it (see build()).
+                // without a checkpoint, a crash wipes it (see build()). Stores
+                // that keep uncommitted updates out of their durable data
+                // (self_checkpointing_store) never run ahead, and are not wiped.
                 std::error_code ec;
                 std::filesystem::remove(t->checkpoint_path, ec);
             }
@@ -893,6 +895,9 @@ private:
                 return;
             }
             eos_->begin();
+            // Committed: now the stores that commit themselves take their
+            // updates into their durable data, with the changelog offset.
+            for (task* t : ts) t->commit_self_checkpointing_stores();
         }
         const double seconds = std::chrono::duration<double>(clock::now() - start).count();
         for (task* t : ts) {

@@ -229,7 +229,8 @@ private:
             if (log == nullptr) continue;
             store_job s{port.get(), log, nullptr, {}, clock::now(), clock::now(), nullptr, nullptr, nullptr, nullptr};
             s.progress.store = port->name();
-            if (port->persistent() && checkpoints)
+            if (const std::optional<offset_t> own = port->committed_offset()) s.progress.from = *own;
+            else if (port->persistent() && checkpoints)
                 s.progress.from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
             s.progress.position = s.progress.from;
             const metrics::labels labels{{"task", j.t->id()}, {"store", std::string(port->name())}};
@@ -383,6 +384,7 @@ private:
                 ++n;
                 ++it;
             }
+            if (n > 0) s.port->end_restore_batch();
         }
         if (it == std::default_sentinel || s.progress.position >= s.progress.to) {
             s.finished = true;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,6 +108,16 @@ public:
     virtual void flush() = 0;
     /// Records that the store and its changelog hold everything below `offset`.
     virtual void save_checkpoint(offset_t offset) = 0;
+    /// Whether the store keeps its committed changelog offset in its own
+    /// data (self_checkpointing_store): its uncommitted updates never reach
+    /// its durable data, so a crash needs no wipe, and under exactly-once it
+    /// is committed after each transaction.
+    [[nodiscard]] virtual bool commits_itself() const = 0;
+    /// The offset such a store committed last; none for other stores.
+    [[nodiscard]] virtual std::optional<offset_t> committed_offset() const = 0;
+    /// After a batch of restored records: a store that buffers writes
+    /// empties its buffer (restore_from does the same).
+    virtual void end_restore_batch() = 0;
     virtual void close() = 0;
 };
 
@@ -151,11 +162,33 @@ public:
         if constexpr (logged) layer<logged_store>(*s_).save_checkpoint(offset);
     }
 
+    [[nodiscard]] bool commits_itself() const override { return self_checkpointing<Stack>(); }
+
+    [[nodiscard]] std::optional<offset_t> committed_offset() const override {
+        if constexpr (self_checkpointing<Stack>()) return layer<logged_store>(*s_).base().committed_offset();
+        else return std::nullopt;
+    }
+
+    void end_restore_batch() override {
+        if constexpr (logged) {
+            auto& inner = layer<logged_store>(*s_).base();
+            if constexpr (requires { inner.end_restore_batch(); }) inner.end_restore_batch();
+        }
+    }
+
     void close() override {
         if constexpr (strata::detail::has_close<Stack>) s_->close();
     }
 
 private:
+    /// Whether the store under the logged layer is a self_checkpointing_store.
+    template <class S>
+    static constexpr bool self_checkpointing() {
+        if constexpr (logged)
+            return self_checkpointing_store<std::remove_cvref_t<decltype(layer<logged_store>(std::declval<S&>()).base())>>;
+        else return false;
+    }
+
     Stack* s_;
 };
 
@@ -217,6 +250,23 @@ public:
     void flush_stores() {
         const std::lock_guard lock(mutex_);
         for (auto& s : stores_) s->flush();
+    }
+    /// After a transaction committed: the stores that keep their committed
+    /// offset in their own data commit their updates with it.
+    void commit_self_checkpointing_stores() {
+        const std::lock_guard lock(mutex_);
+        for (auto& s : stores_)
+            if (kafka::kafka_changelog* log = s->changelog(); log != nullptr && s->commits_itself())
+                s->save_checkpoint(log->flush());
+    }
+    /// Whether local data may run ahead of what a transaction committed:
+    /// a persistent store that does not keep uncommitted updates out of its
+    /// durable data. Only such a task's data is wiped after a crash under
+    /// exactly-once.
+    [[nodiscard]] bool may_run_ahead_of_commits() const {
+        for (const auto& s : stores_)
+            if (s->persistent() && !s->commits_itself()) return true;
+        return false;
     }
     /// Closes every store (after a flush, or without one when the state is
     /// thrown away); the task is closed from then on.

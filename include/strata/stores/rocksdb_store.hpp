@@ -287,11 +287,20 @@ public:
     rocksdb_store& operator=(rocksdb_store&&) = delete;
     /// Closes the database; updates not committed or flushed are dropped, as
     /// after a crash (a destructor cannot report a failed write).
-    ~rocksdb_store() {
+    ~rocksdb_store() { close(); }
+
+    /// @brief Closes the database now, dropping the updates not committed,
+    /// as the destructor does, and lets go of the directory's lock: the
+    /// runtime closes a task's stores before a new task object opens the
+    /// same directory. Any later use (but destruction) throws usage_error.
+    void close() noexcept {
+        discard();
         if (!db_) return;
         for (::rocksdb::ColumnFamilyHandle* h : {data_, meta_})
             if (h != nullptr) (void)db_->DestroyColumnFamilyHandle(h);
+        data_ = meta_ = nullptr;
         (void)db_->Close();
+        db_.reset();
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
@@ -307,7 +316,7 @@ public:
             return decode<V>(*it->second);
         }
         ::rocksdb::PinnableSlice value;
-        const ::rocksdb::Status s = db_->Get(::rocksdb::ReadOptions(), data_, detail::rocks::slice(k), &value);
+        const ::rocksdb::Status s = db().Get(::rocksdb::ReadOptions(), data_, detail::rocks::slice(k), &value);
         if (s.IsNotFound()) return std::nullopt;
         detail::rocks::check(s, name_, "get");
         return decode<V>(detail::rocks::bytes(value));
@@ -329,7 +338,7 @@ public:
             was = it->second.has_value();
         } else {
             ::rocksdb::PinnableSlice value;
-            const ::rocksdb::Status s = db_->Get(::rocksdb::ReadOptions(), data_, detail::rocks::slice(k), &value);
+            const ::rocksdb::Status s = db().Get(::rocksdb::ReadOptions(), data_, detail::rocks::slice(k), &value);
             if (!s.IsNotFound()) detail::rocks::check(s, name_, "erase");
             was = s.ok();
         }
@@ -374,7 +383,7 @@ public:
     /// before the first.
     [[nodiscard]] std::optional<offset_t> committed_offset() const {
         std::string v;
-        const ::rocksdb::Status s = db_->Get(::rocksdb::ReadOptions(), meta_, committed_offset_key, &v);
+        const ::rocksdb::Status s = db().Get(::rocksdb::ReadOptions(), meta_, committed_offset_key, &v);
         if (s.IsNotFound()) return std::nullopt;
         detail::rocks::check(s, name_, "read its committed offset");
         return static_cast<offset_t>(decode<std::uint64_t>(as_bytes(v)));
@@ -400,19 +409,24 @@ public:
     /// @brief RocksDB's own estimate of the number of keys (exact after a compaction).
     [[nodiscard]] std::uint64_t estimated_keys() const {
         std::uint64_t n = 0;
-        db_->GetIntProperty("rocksdb.estimate-num-keys", &n);
+        db().GetIntProperty("rocksdb.estimate-num-keys", &n);
         return n;
     }
 
     /// @brief The database, for what this class does not offer (statistics,
     /// manual compaction). Writing to it directly bypasses the changelog.
-    [[nodiscard]] ::rocksdb::DB& database() noexcept { return *db_; }
+    [[nodiscard]] ::rocksdb::DB& database() { return db(); }
 
 private:
     static constexpr std::string_view committed_offset_key = "committed-offset";
 
+    [[nodiscard]] ::rocksdb::DB& db() const {
+        if (!db_) throw usage_error("strata::rocksdb_store '" + name_ + "': used after close()");
+        return *db_;
+    }
+
     [[nodiscard]] std::unique_ptr<::rocksdb::Iterator> iterator() const {
-        return std::unique_ptr<::rocksdb::Iterator>(db_->NewIterator(::rocksdb::ReadOptions(), data_));
+        return std::unique_ptr<::rocksdb::Iterator>(db().NewIterator(::rocksdb::ReadOptions(), data_));
     }
 
     void set_pending(const byte_buffer& key, std::optional<byte_buffer> value) {
@@ -440,7 +454,7 @@ private:
         }
         ::rocksdb::WriteOptions w;
         w.sync = sync;
-        detail::rocks::check(db_->Write(w, &b), name_, "write its batch to " + dir_.string());
+        detail::rocks::check(db().Write(w, &b), name_, "write its batch to " + dir_.string());
         discard();
     }
 

@@ -219,10 +219,16 @@ public:
     sqlite_store(sqlite_store&&) noexcept = default;
     sqlite_store& operator=(sqlite_store&&) = delete;
     /// Rolls back what was not committed, as a crash would, and closes.
-    ~sqlite_store() {
+    ~sqlite_store() { close(); }
+
+    /// @brief Rolls back what was not committed and closes the connection
+    /// now, as the destructor does. Any later use (but destruction) throws
+    /// usage_error.
+    void close() noexcept {
         if (!db_) return;
         statements_.clear();
         sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+        db_.reset();
     }
 
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
@@ -250,7 +256,7 @@ public:
             run(u);
             if (!observe_error_.empty()) throw usage_error(observe_error_);
         } catch (...) {
-            sqlite3_exec(db_.get(), "ROLLBACK TO strata_update; RELEASE strata_update", nullptr, nullptr, nullptr);
+            sqlite3_exec(db(), "ROLLBACK TO strata_update; RELEASE strata_update", nullptr, nullptr, nullptr);
             throw;
         }
         run(release_);
@@ -267,11 +273,11 @@ public:
         struct hook_guard {
             sqlite_store& s;
             ~hook_guard() {
-                sqlite3_preupdate_hook(s.db_.get(), nullptr, nullptr);
+                if (s.db_) sqlite3_preupdate_hook(s.db_.get(), nullptr, nullptr);
                 s.observe_error_.clear();
             }
         } guard{*this};
-        sqlite3_preupdate_hook(db_.get(), &sqlite_store::on_preupdate, this);
+        sqlite3_preupdate_hook(db(), &sqlite_store::on_preupdate, this);
         apply(u);  // rolls u back and throws if the hook could not name a changed row
         std::sort(observed_.begin(), observed_.end(), [](const row_key& a, const row_key& b) {
             return std::tie(a.table, a.primary_key) < std::tie(b.table, b.primary_key);
@@ -381,6 +387,11 @@ public:
     [[nodiscard]] sqlite3* handle() const noexcept { return db_.get(); }
 
 private:
+    [[nodiscard]] sqlite3* db() const {
+        if (!db_) throw usage_error("strata::sqlite_store '" + name_ + "': used after close()");
+        return db_.get();
+    }
+
     /// Throws SQLite's message for `what`; resets `s` (after taking the
     /// message), so that a failed statement holds no lock.
     [[noreturn]] void fail(int rc, const std::string& what, sqlite3_stmt* s = nullptr) const {
@@ -394,7 +405,7 @@ private:
     void exec(std::string_view text) {
         const std::string s(text);
         char* message = nullptr;
-        const int rc = sqlite3_exec(db_.get(), s.c_str(), nullptr, nullptr, &message);
+        const int rc = sqlite3_exec(db(), s.c_str(), nullptr, nullptr, &message);
         const std::unique_ptr<char, detail::sql::free_memory> owned(message);
         if (rc != SQLITE_OK)
             throw store_error("strata::sqlite_store '" + name_ + "': cannot run '" + s +
@@ -410,7 +421,7 @@ private:
             return it->second.get();
         }
         sqlite3_stmt* s = nullptr;
-        const int rc = sqlite3_prepare_v3(db_.get(), key.data(), static_cast<int>(key.size()),
+        const int rc = sqlite3_prepare_v3(db(), key.data(), static_cast<int>(key.size()),
                                           SQLITE_PREPARE_PERSISTENT, &s, nullptr);
         if (rc != SQLITE_OK) fail(rc, "prepare '" + key + "'");
         if (s == nullptr) throw usage_error("strata::sqlite_store '" + name_ + "': no statement in '" + key + "'");
@@ -449,7 +460,7 @@ private:
         while (!rest.empty()) {
             sqlite3_stmt* raw = nullptr;
             const char* tail = nullptr;
-            const int rc = sqlite3_prepare_v2(db_.get(), rest.data(), static_cast<int>(rest.size()), &raw, &tail);
+            const int rc = sqlite3_prepare_v2(db(), rest.data(), static_cast<int>(rest.size()), &raw, &tail);
             if (rc != SQLITE_OK) fail(rc, "run '" + u.text + "'");
             rest.remove_prefix(static_cast<std::size_t>(tail - rest.data()));
             if (raw == nullptr) continue;  // whitespace or a comment

@@ -10,7 +10,7 @@
 //   stopped
 //
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
-//          --instance NAME [--exactly-once] [--persistent] [--dead-letter]
+//          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
 //          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N]
 
@@ -20,6 +20,9 @@
 #include <strata/decorators/all.hpp>
 #include <strata/runtime/application.hpp>
 #include <strata/stores/hash_map_store.hpp>
+#if STRATA_APP_WITH_ROCKSDB
+#include <strata/stores/rocksdb_store.hpp>
+#endif
 
 #include <chrono>
 #include <csignal>
@@ -142,6 +145,17 @@ int main(int argc, char** argv) {
                                                                                  t.directory() / "totals.snapshot");
         };
         const bool cache = !o.flag("no-cache");
+#if STRATA_APP_WITH_ROCKSDB
+        if (o.flag("rocksdb")) {
+            const auto rocks = [](strata::runtime::task_context& t) {
+                return strata::rocksdb_store<std::string, runtime_test::totals>("totals", t.directory() / "totals");
+            };
+            if (cache) return run(make_app<true>(c, rocks, delay, output));
+            return run(make_app<false>(c, rocks, delay, output));
+        }
+#else
+        if (o.flag("rocksdb")) throw std::invalid_argument("--rocksdb: built without strata::rocksdb");
+#endif
         if (o.flag("persistent")) {
             if (cache) return run(make_app<true>(c, persistent, delay, output));
             return run(make_app<false>(c, persistent, delay, output));
