@@ -333,6 +333,24 @@ def restore_plots(rows, out):
     save(fig, out / "restore_time.png")
 
 
+def engine_tables(rows, bare="strata_bare", logged="strata_logged"):
+    """The RocksDB and SQLite stores against their engine used directly:
+    ns per operation (commits included), p50 and p99, and the logged layer's
+    cost over the bare store."""
+    lines = ["\n| op | store | ns/op | p50 ns | p99 ns |", "|---|---|---:|---:|---:|"]
+    by = {}
+    for r in sorted(rows, key=lambda r: (r.get("op", ""), r["name"])):
+        lines.append(f"| {r.get('op', '')} | `{r.get('store', '')}` | {fmt(r.get('ns_per_op'))} | "
+                     f"{fmt(r.get('p50_ns'))} | {fmt(r.get('p99_ns'))} |")
+        by[(r.get("op"), r.get("store"))] = r
+    for op in sorted({k[0] for k in by}):
+        b, l = by.get((op, bare)), by.get((op, logged))
+        if b and l and b.get("ns_per_op"):
+            lines.append(f"\n- {op}: logged / bare = {l['ns_per_op'] / b['ns_per_op']:.2f} (ns/op), "
+                         f"{l['p50_ns'] / b['p50_ns']:.2f} (p50)")
+    return lines
+
+
 def main():
     results = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "build-bench/results")
     out = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/benchmarks")
@@ -363,6 +381,10 @@ def main():
     if groups.get("restore"):
         lines += ["\n### Restore"] + restore_tables(groups["restore"])
         restore_plots(groups["restore"], out)
+    if groups.get("rocksdb"):
+        lines += ["\n### The RocksDB store against RocksDB used directly"] + engine_tables(groups["rocksdb"])
+    if groups.get("sqlite"):
+        lines += ["\n### The SQLite store against SQLite used directly"] + engine_tables(groups["sqlite"])
     (results / "tables.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {results / 'tables.md'} and {len(list(out.glob('*.png')))} plots in {out}")
 
