@@ -85,6 +85,17 @@ struct discarding_log {
 };
 static_assert(strata::changelog<discarding_log>);
 
+/// A 100-byte value for update n: one of 16 strings, so that values change
+/// without being made inside the timed loop.
+inline const std::string& value_of(std::uint64_t n) {
+    static const std::vector<std::string> pool = [] {
+        std::vector<std::string> p;
+        for (int i = 0; i < 16; ++i) p.emplace_back(100, static_cast<char>('a' + i));
+        return p;
+    }();
+    return pool[n & 15];
+}
+
 /// Per-operation times of timed batches: reports ns_per_op (total time over
 /// operations) and the p50 and p99 of the batches' per-operation times as
 /// counters of a benchmark::State.

@@ -53,14 +53,7 @@ constexpr std::size_t stream_len = std::size_t{1} << 20;
 constexpr int batch = 100;
 using clock_type = std::chrono::steady_clock;
 
-const std::string& value_of(u64 n) {
-    static const std::vector<std::string> pool = [] {
-        std::vector<std::string> p;
-        for (int i = 0; i < 16; ++i) p.emplace_back(100, static_cast<char>('a' + i));
-        return p;
-    }();
-    return pool[n & 15];
-}
+using bench::value_of;
 
 strata::rocksdb_options bench_options() {
     strata::rocksdb_options o;

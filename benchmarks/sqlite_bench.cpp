@@ -38,14 +38,7 @@ constexpr int batch = 100;
 using clock_type = std::chrono::steady_clock;
 constexpr const char* update_text = "UPDATE item SET value = ?1 WHERE id = ?2";
 
-const std::string& value_of(u64 n) {
-    static const std::vector<std::string> pool = [] {
-        std::vector<std::string> p;
-        for (int i = 0; i < 16; ++i) p.emplace_back(100, static_cast<char>('a' + i));
-        return p;
-    }();
-    return pool[n & 15];
-}
+using bench::value_of;
 
 strata::sqlite_store filled() {
     strata::sqlite_store db("items");

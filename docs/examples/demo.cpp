@@ -94,10 +94,7 @@ template <class Log>
     auto store = employee_table("employees") | strata::logged(log, table_codec{}) | strata::cached() |
                  strata::metered(registry);
     workload w(s);
-    const auto report = [&](const std::string& line) {
-        const std::string l = line + "\n";
-        if (::write(report_fd, l.data(), l.size()) != static_cast<ssize_t>(l.size())) std::_Exit(3);
-    };
+    const auto report = [&](const std::string& line) { demo::report_line(report_fd, line); };
     const std::int64_t crash_at = s.updates - s.commit_every / 2;  // mid-way between two commits
     for (std::int64_t i = 1; i <= s.updates; ++i) {
         apply_to_table(store, w.next());
@@ -214,33 +211,10 @@ int main(int argc, char** argv) try {
     // 1-2. the worker runs, commits, and is killed
     std::cout << "1. workload: " << s.updates << " updates (inserts, multi-row UPDATE/DELETE), commit every "
               << s.commit_every << "\n";
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    std::cout.flush();
-    const pid_t child = ::fork();
-    if (child < 0) throw std::runtime_error("fork failed");
-    if (child == 0) {
-        ::close(fds[0]);
-        with_changelog(s, [&](auto& log) -> int { run_worker(s, fds[1], log); });
-    }
-    ::close(fds[1]);
-    std::int64_t committed = 0, applied = 0;
-    strata::offset_t durable = 0;
-    {
-        std::string buf;
-        char chunk[4096];
-        for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;) buf.append(chunk, static_cast<std::size_t>(n));
-        std::istringstream lines(buf);
-        for (std::string word; lines >> word;) {
-            if (word == "committed") lines >> committed >> durable, applied = committed;
-            else if (word == "crashing") lines >> applied;
-        }
-        ::close(fds[0]);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
-        throw std::runtime_error("the worker was expected to die by SIGKILL");
+    const demo::worker_report worker = demo::run_worker_until_killed(
+        [&](int fd) { with_changelog(s, [&](auto& log) -> int { run_worker(s, fd, log); }); });
+    const std::int64_t committed = worker.committed, applied = worker.applied;
+    const strata::offset_t durable = worker.durable;
     std::cout << "2. crash: worker killed by SIGKILL after " << applied << " updates; the last commit covered "
               << committed << " (changelog durable up to offset " << durable << "),\n"
               << "   so " << applied - committed << " uncommitted updates are lost with the process, as they must be\n\n";

@@ -3,17 +3,25 @@
 // employee table (hires, raises for a team, pay changes on a few hot rows,
 // firing the low paid of a department, firing one), applied to a model map
 // by plain loops. demo.cpp applies it to employee_table as updates,
-// sqlite_demo.cpp to SQLite as SQL; both check a restored table against the
-// model of the committed operations.
+// sqlite_demo.cpp to SQLite as SQL; both run it in a worker process that is
+// killed between two commits, and check a restored table against the model
+// of the committed operations.
 
 #include "relational_table.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace demo {
 
@@ -105,6 +113,52 @@ inline std::int64_t apply_to_model(std::map<std::int64_t, employee>& m, const op
             return static_cast<std::int64_t>(m.erase(op.id));
     }
     return touched;
+}
+
+/// What the killed worker reported: the updates its last commit covered, the
+/// changelog's durable end then, and the updates applied when it was killed.
+struct worker_report {
+    std::int64_t committed = 0;
+    std::int64_t applied = 0;
+    std::uint64_t durable = 0;
+};
+
+/// The worker's side of the report pipe: "committed <updates> <durable>"
+/// after each commit, "crashing <updates>" before it kills itself.
+inline void report_line(int fd, const std::string& line) {
+    const std::string l = line + "\n";
+    if (::write(fd, l.data(), l.size()) != static_cast<ssize_t>(l.size())) std::_Exit(3);
+}
+
+/// Runs worker(report_fd) in a child process (it never returns: it kills
+/// itself), reads what it reported, and checks that SIGKILL ended it.
+template <class Worker>
+worker_report run_worker_until_killed(Worker worker) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    std::cout.flush();
+    const pid_t child = ::fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+        ::close(fds[0]);
+        worker(fds[1]);
+    }
+    ::close(fds[1]);
+    worker_report r;
+    std::string buf;
+    char chunk[4096];
+    for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;) buf.append(chunk, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    std::istringstream lines(buf);
+    for (std::string word; lines >> word;) {
+        if (word == "committed") lines >> r.committed >> r.durable, r.applied = r.committed;
+        else if (word == "crashing") lines >> r.applied;
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+        throw std::runtime_error("the worker was expected to die by SIGKILL");
+    return r;
 }
 
 }  // namespace demo

@@ -240,30 +240,11 @@ TEST_CASE("rocksdb exactly-once: a processor killed at random moments reopens it
     std::int64_t last_committed = 0;
     int killed_mid_run = 0, reopened_ahead_of_zero = 0;
     for (int round = 0; round <= kills; ++round) {
-        const pid_t child = ::fork();
-        REQUIRE(child >= 0);
-        if (child == 0) run_processor(s);
-
-        int status = 0;
-        if (round < kills) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));  // the random moment
-            REQUIRE(::kill(child, SIGKILL) == 0);
-            REQUIRE(::waitpid(child, &status, 0) == child);
-            if (WIFSIGNALED(status)) ++killed_mid_run;
-            else REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-        } else {
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-            pid_t done = 0;
-            while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            if (done == 0) {
-                ::kill(child, SIGKILL);
-                ::waitpid(child, &status, 0);
-                FAIL("the last processor did not finish within 120 s");
-            }
-            REQUIRE(WIFEXITED(status));
-            REQUIRE(WEXITSTATUS(status) == 0);
-        }
+        // Killed at a random moment, but for the last round, which runs to its end.
+        const auto kill_after =
+            round < kills ? std::optional(std::chrono::milliseconds(delay_ms(rng))) : std::nullopt;
+        const bool killed = kafka_test::run_processor_round([&] { run_processor(s); }, kill_after);
+        if (killed) ++killed_mid_run;
 
         const round_view v = look(s, dir / "look");
         std::printf("rocksdb exactly-once round %d: committed input %lld, store as left counts %lld, "

@@ -13,22 +13,6 @@
 
 using namespace runtime_test;
 
-namespace {
-
-struct restore_line {
-    std::int64_t task, records, from, to;
-};
-
-std::vector<restore_line> restores(const instance_process& p) {
-    std::vector<restore_line> out;
-    for (const auto& l : p.lines())
-        if (l.rfind("restored task=", 0) == 0)
-            out.push_back({field(l, "task"), field(l, "records"), field(l, "from"), field(l, "to")});
-    return out;
-}
-
-}  // namespace
-
 TEST_CASE("runtime: a restart on the same state directory restores only the changelog's tail",
           "[kafka][runtime][local-state]") {
     test_support::temp_dir dir;

@@ -12,22 +12,6 @@
 
 using namespace runtime_test;
 
-namespace {
-
-struct restore_line {
-    std::int64_t task, records, from, to;
-};
-
-std::vector<restore_line> restores(const instance_process& p) {
-    std::vector<restore_line> out;
-    for (const auto& l : p.lines())
-        if (l.rfind("restored task=", 0) == 0)
-            out.push_back({field(l, "task"), field(l, "records"), field(l, "from"), field(l, "to")});
-    return out;
-}
-
-}  // namespace
-
 TEST_CASE("runtime: exactly-once with RocksDB stores: a killed instance keeps its stores and restores the tail",
           "[kafka][runtime][local-state][rocksdb]") {
     test_support::temp_dir dir;

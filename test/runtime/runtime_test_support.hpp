@@ -331,4 +331,18 @@ inline std::int64_t field(const std::string& line, const std::string& name) {
     return t.empty() || t == "-" ? -1 : std::stoll(t);
 }
 
+/// One `restored task=...` line of the test app.
+struct restore_line {
+    std::int64_t task, records, from, to;
+};
+
+/// The restores an instance reported so far.
+inline std::vector<restore_line> restores(const instance_process& p) {
+    std::vector<restore_line> out;
+    for (const auto& l : p.lines())
+        if (l.rfind("restored task=", 0) == 0)
+            out.push_back({field(l, "task"), field(l, "records"), field(l, "from"), field(l, "to")});
+    return out;
+}
+
 }  // namespace runtime_test
