@@ -178,7 +178,7 @@ def main():
     # ---- the RocksDB store
     p("### The RocksDB store against Kafka Streams' RocksDB store")
     p("")
-    p("strata's `rocksdb_store<string, string>` (its write batch committed to RocksDB with the changelog "
+    p("strata's `rocksdb_store<string, string>` (its pending updates committed to RocksDB with the changelog "
       "offset and an fsync at every flush) against Kafka Streams' persistent RocksDB store, on the same "
       "workload and broker; writes logged to Kafka in updates/s, restores into a fresh store in records/s.")
     p("")
