@@ -76,64 +76,47 @@ TEST_CASE("rocksdb kill: a writer SIGKILLed at random moments loses no flush and
     test_support::temp_dir dir;
     const std::uint64_t seed = test_support::seed(20261201);
     INFO("seed " << seed << " (rerun with STRATA_TEST_SEED=" << seed << ")");
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> delay_ms(30, 400);
-    const char* env = std::getenv("STRATA_KILLS");
-    const int kills = env != nullptr && *env != '\0' ? std::atoi(env) : 12;
     const auto log_dir = dir / "log";
     const auto db_dir = dir / "db";
+    const auto open_log = [&] {
+        return strata::file_log(log_dir, strata::file_log_options{.segment_bytes = 64 << 10});
+    };
 
-    int killed = 0, tail_restores = 0;
-    std::int64_t last = 0;
-    for (int round = 0; round < kills; ++round) {
-        const auto outcome = test_support::run_and_kill(
-            [&](auto report) {
-                strata::file_log log(log_dir, strata::file_log_options{.segment_bytes = 64 << 10});
-                auto s = kv("s", db_dir, {.write_buffer_bytes = 256 << 10}) | strata::logged(log) |
-                         strata::cached({.max_bytes = 4096});
-                s.restore();
-                for (std::int64_t i = std::stoll(s.get(steps_key).value_or("0")) + 1;; ++i) {
-                    const step st = step_of(seed, i);
-                    if (st.value) s.put(st.key, *st.value);
-                    else s.erase(st.key);
-                    s.put(steps_key, std::to_string(i));
-                    if (test_support::flushes_after(seed, i, flush_every)) {
-                        (void)s.flush();
-                        report(i);
-                    }
+    const auto sum = test_support::kill_rounds(
+        seed, flush_every,
+        [&](auto report) {
+            strata::file_log log = open_log();
+            auto s = kv("s", db_dir, {.write_buffer_bytes = 256 << 10}) | strata::logged(log) |
+                     strata::cached({.max_bytes = 4096});
+            s.restore();
+            for (std::int64_t i = std::stoll(s.get(steps_key).value_or("0")) + 1;; ++i) {
+                const step st = step_of(seed, i);
+                if (st.value) s.put(st.key, *st.value);
+                else s.erase(st.key);
+                s.put(steps_key, std::to_string(i));
+                if (test_support::flushes_after(seed, i, flush_every)) {
+                    (void)s.flush();
+                    report(i);
                 }
-            },
-            std::chrono::milliseconds(delay_ms(rng)));
-        INFO("round " << round << ", last reported flush after step " << outcome.flushed_steps);
-        killed += outcome.killed ? 1 : 0;
-        const std::int64_t reported = std::max(outcome.flushed_steps, last);
-        const std::int64_t in_flight = test_support::next_flush(seed, reported, reported + 100'000, flush_every);
-
-        // The database as the crash left it: a whole flushed state.
-        std::int64_t left = 0;
-        {
-            kv as_left("s", db_dir);
-            const model m = contents(as_left);
-            left = steps_in(m);
-            REQUIRE(m == model_at(seed, left));
-            REQUIRE(left >= reported);
-            REQUIRE(left <= in_flight);
-        }
-        // Restored from the changelog's tail: the last flush, or the one in flight.
-        strata::file_log log(log_dir, strata::file_log_options{.segment_bytes = 64 << 10});
-        auto s = kv("s", db_dir) | strata::logged(log);
-        const auto p = s.restore();
-        tail_restores += p.from > 0 ? 1 : 0;
-        const model restored = contents(s);
-        const std::int64_t n = steps_in(restored);
-        REQUIRE((n == reported || n == in_flight));
-        REQUIRE(restored == model_at(seed, n));
-        s.flush();  // the next round starts from here
-        last = n;
-    }
+            }
+        },
+        [&] {  // the database as the crash left it: a whole flushed state
+            const model m = contents(kv("s", db_dir));
+            REQUIRE(m == model_at(seed, steps_in(m)));
+            return steps_in(m);
+        },
+        [&] {  // restored from the changelog's tail
+            strata::file_log log = open_log();
+            auto s = kv("s", db_dir) | strata::logged(log);
+            const auto p = s.restore();
+            const model restored = contents(s);
+            REQUIRE(restored == model_at(seed, steps_in(restored)));
+            s.flush();  // the next round starts from here
+            return std::pair(steps_in(restored), p.from > 0);
+        });
     std::printf("rocksdb kill: %d rounds, %d killed mid-run, %d restores from the store's own offset, "
                 "%lld steps in the end\n",
-                kills, killed, tail_restores, static_cast<long long>(last));
-    CHECK(killed >= kills / 2);
-    CHECK(tail_restores >= 1);
+                sum.rounds, sum.killed, sum.tail_restores, static_cast<long long>(sum.steps));
+    CHECK(sum.killed >= sum.rounds / 2);
+    CHECK(sum.tail_restores >= 1);
 }

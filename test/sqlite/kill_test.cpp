@@ -93,56 +93,43 @@ TEST_CASE("sqlite kill: a writer SIGKILLed at random moments loses no flush and 
     test_support::temp_dir dir;
     const std::uint64_t seed = test_support::seed(20261202);
     INFO("seed " << seed << " (rerun with STRATA_TEST_SEED=" << seed << ")");
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> delay_ms(30, 400);
-    const char* env = std::getenv("STRATA_KILLS");
-    const int kills = env != nullptr && *env != '\0' ? std::atoi(env) : 12;
     const auto log_dir = dir / "log";
     const auto db_path = dir / "kv.db";
+    const auto open_log = [&] {
+        return strata::file_log(log_dir, strata::file_log_options{.segment_bytes = 64 << 10});
+    };
 
-    int killed = 0, tail_restores = 0;
-    std::int64_t last = 0;
-    for (int round = 0; round < kills; ++round) {
-        const auto outcome = test_support::run_and_kill(
-            [&](auto report) {
-                strata::file_log log(log_dir, strata::file_log_options{.segment_bytes = 64 << 10});
-                auto s = open(db_path) | strata::logged(log) | strata::cached();
-                s.restore();
-                for (std::int64_t i = contents(strata::innermost(s)).second + 1;; ++i) {
-                    s.apply(as_sql(step_of(seed, i), i));
-                    if (test_support::flushes_after(seed, i, flush_every)) {
-                        (void)s.flush();
-                        report(i);
-                    }
+    const auto sum = test_support::kill_rounds(
+        seed, flush_every,
+        [&](auto report) {
+            strata::file_log log = open_log();
+            auto s = open(db_path) | strata::logged(log) | strata::cached();
+            s.restore();
+            for (std::int64_t i = contents(strata::innermost(s)).second + 1;; ++i) {
+                s.apply(as_sql(step_of(seed, i), i));
+                if (test_support::flushes_after(seed, i, flush_every)) {
+                    (void)s.flush();
+                    report(i);
                 }
-            },
-            std::chrono::milliseconds(delay_ms(rng)));
-        INFO("round " << round << ", last reported flush after step " << outcome.flushed_steps);
-        killed += outcome.killed ? 1 : 0;
-        const std::int64_t reported = std::max(outcome.flushed_steps, last);
-        const std::int64_t in_flight = test_support::next_flush(seed, reported, reported + 100'000, flush_every);
-
-        // The database as the crash left it: a whole flushed state.
-        {
+            }
+        },
+        [&] {  // the database as the crash left it: a whole flushed state
             const auto [m, left] = contents(open(db_path));
             REQUIRE(m == model_at(seed, left));
-            REQUIRE(left >= reported);
-            REQUIRE(left <= in_flight);
-        }
-        // Restored from the changelog's tail: the last flush, or the one in flight.
-        strata::file_log log(log_dir, strata::file_log_options{.segment_bytes = 64 << 10});
-        auto s = open(db_path) | strata::logged(log);
-        const auto p = s.restore();
-        tail_restores += p.from > 0 ? 1 : 0;
-        const auto [m, n] = contents(strata::innermost(s));
-        REQUIRE((n == reported || n == in_flight));
-        REQUIRE(m == model_at(seed, n));
-        s.flush();  // the next round starts from here
-        last = n;
-    }
+            return left;
+        },
+        [&] {  // restored from the changelog's tail
+            strata::file_log log = open_log();
+            auto s = open(db_path) | strata::logged(log);
+            const auto p = s.restore();
+            const auto [m, n] = contents(strata::innermost(s));
+            REQUIRE(m == model_at(seed, n));
+            s.flush();  // the next round starts from here
+            return std::pair(n, p.from > 0);
+        });
     std::printf("sqlite kill: %d rounds, %d killed mid-run, %d restores from the store's own offset, "
                 "%lld steps in the end\n",
-                kills, killed, tail_restores, static_cast<long long>(last));
-    CHECK(killed >= kills / 2);
-    CHECK(tail_restores >= 1);
+                sum.rounds, sum.killed, sum.tail_restores, static_cast<long long>(sum.steps));
+    CHECK(sum.killed >= sum.rounds / 2);
+    CHECK(sum.tail_restores >= 1);
 }

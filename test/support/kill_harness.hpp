@@ -1,6 +1,6 @@
 #pragma once
-// A store stack in a writer process, SIGKILLed at random moments: the
-// harness of the engines' crash tests (test/rocksdb/kill_test.cpp,
+// A store stack in a writer process, SIGKILLed at random moments, round
+// after round: the harness of the engines' crash tests (test/rocksdb/kill_test.cpp,
 // test/sqlite/kill_test.cpp).
 //
 // The writer applies a deterministic history, step by step (step i is a
@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -93,6 +94,47 @@ kill_outcome run_and_kill(Writer write, std::chrono::milliseconds kill_after) {
     for (std::string line; std::getline(lines, line);)
         if (!line.empty()) out.flushed_steps = std::stoll(line);
     return out;
+}
+
+/// What the rounds of kill_rounds did.
+struct kill_summary {
+    int rounds = 0;
+    int killed = 0;         ///< writers still running when killed
+    int tail_restores = 0;  ///< restores that began past offset 0
+    std::int64_t steps = 0; ///< steps in the store at the end
+};
+
+/// The test: STRATA_KILLS rounds (default 12) on the same files. Each runs
+/// `writer(report)` (see run_and_kill) and kills it after 30 to 400 ms; then
+/// `as_left()` opens the files as the crash left them, checks that they
+/// hold the whole state of the steps they say, and returns that count, which
+/// must lie between the last reported flush and the one in flight; then
+/// `restore()` restores the store from the changelog's tail, checks its
+/// state against the steps it says, commits it for the next round, and
+/// returns {steps, whether the restore began past offset 0}: the steps must
+/// be the last reported flush's or the in-flight one's.
+template <class Writer, class AsLeft, class Restore>
+kill_summary kill_rounds(std::uint64_t seed, int flush_every, Writer writer, AsLeft as_left, Restore restore) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> delay_ms(30, 400);
+    const char* env = std::getenv("STRATA_KILLS");
+    kill_summary sum;
+    sum.rounds = env != nullptr && *env != '\0' ? std::atoi(env) : 12;
+    for (int round = 0; round < sum.rounds; ++round) {
+        const kill_outcome outcome = run_and_kill(writer, std::chrono::milliseconds(delay_ms(rng)));
+        INFO("round " << round << ", last reported flush after step " << outcome.flushed_steps);
+        sum.killed += outcome.killed ? 1 : 0;
+        const std::int64_t reported = std::max(outcome.flushed_steps, sum.steps);
+        const std::int64_t in_flight = next_flush(seed, reported, reported + 100'000, flush_every);
+        const std::int64_t left = as_left();
+        REQUIRE(left >= reported);
+        REQUIRE(left <= in_flight);
+        const auto [n, from_own_offset] = restore();
+        REQUIRE((n == reported || n == in_flight));
+        sum.tail_restores += from_own_offset ? 1 : 0;
+        sum.steps = n;
+    }
+    return sum;
 }
 
 }  // namespace test_support
