@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev librange-v3-dev catch2
   librdkafka-dev kcat libbenchmark-dev
-  libcpp-httplib-dev nlohmann-json3-dev
+  libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
   librocksdb-dev libsqlite3-dev
   maven openjdk-17-jdk-headless
 )

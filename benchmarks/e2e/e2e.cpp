@@ -1,7 +1,8 @@
 // End-to-end benchmark of strata against the file log and a real Kafka
 // broker, with the ceilings measured by the same program: a plain librdkafka
 // producer and consumer loop (no strata code in them) and sequential disk
-// bandwidth. Each command prints one JSON line on stdout.
+// bandwidth. Each command prints one JSON line on stdout (`e2e --help`, or
+// `e2e COMMAND --help`, lists the options).
 //
 //   e2e write   --sink file|kafka ...   logged writes through
 //               hash_map_store<string,string> | logged(log) [| cached(bytes)]
@@ -16,8 +17,6 @@
 // sequential (id = i mod keys: one record per key, the shape of a compacted
 // changelog); value: the update's sequence number as --value-bytes ASCII
 // digits, zero-padded. Key ids are drawn before the clock starts.
-
-#include "support/driver.hpp"
 
 #include <strata/changelog/file_log.hpp>
 #include <strata/decorators/all.hpp>
@@ -35,7 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -45,9 +43,40 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <librdkafka/rdkafka.h>
+#include <nlohmann/json.hpp>
 
 namespace {
+
+/// The command line, every command's options in one place. Numbers take the
+/// suffixes k, M, G (x1000) and KiB, MiB, GiB (x1024); an option given twice
+/// keeps its last value, --producer-setting every one.
+struct options {
+    std::string sink, source, dir, bootstrap, topic;
+    std::string store = "hash", store_dir;
+    std::uint64_t updates = 1'000'000, keys = 100'000, value_bytes = 100, seed = 42;
+    std::string dist = "uniform";
+    double zipf_s = 0.99;
+    std::uint64_t cache_bytes = 0, flush_ms = 100, ceiling_flush_ms = 0, rss_every = 0;
+    std::uint64_t bytes = std::uint64_t{1} << 30;
+    std::vector<std::string> producer_settings;
+};
+
+/// An option that others make necessary, e.g. --dir with --sink file.
+const std::string& need(const std::string& value, const std::string& name) {
+    if (value.empty()) throw std::invalid_argument("missing --" + name);
+    return value;
+}
+
+/// Keeps the order fields are added in, as people read the lines too.
+using json = nlohmann::ordered_json;
+
+void print(const json& j) {
+    // A path need not be UTF-8: replace what is not rather than throw.
+    std::puts(j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    std::fflush(stdout);
+}
 
 using clock_type = std::chrono::steady_clock;
 using kv = strata::hash_map_store<std::string, std::string>;
@@ -60,44 +89,29 @@ std::uint64_t entries_of(const rocks_kv& s) { return s.estimated_keys(); }
 /// Calls body(store) with the store --store names: "hash" (hash_map_store,
 /// the default) or "rocksdb" (rocksdb_store in a fresh --store-dir).
 template <class Body>
-void with_store(const bench::args& a, std::uint64_t keys, Body body) {
-    const std::string kind = a.str("store", "hash");
-    if (kind == "hash") {
-        kv s("kv");
-        s.reserve(keys);
-        body(std::move(s));
-    } else if (kind == "rocksdb") {
-        const std::filesystem::path dir = a.need("store-dir");
+void with_store(const options& o, std::uint64_t keys, Body body) {
+    if (o.store == "rocksdb") {
+        const std::filesystem::path dir = need(o.store_dir, "store-dir");
         std::filesystem::remove_all(dir);
         body(rocks_kv("kv", dir));
     } else {
-        throw std::invalid_argument("--store is hash or rocksdb");
+        kv s("kv");
+        s.reserve(keys);
+        body(std::move(s));
     }
 }
-
-using bench::args;
-using bench::json;
 
 /// The producer settings of strata's changelog in this benchmark, shared
 /// verbatim by the producer ceiling. enable.idempotence and acks=all are
 /// forced by strata's producer and set by the ceiling too.
-strata::kafka::settings producer_settings(const args& a) {
+strata::kafka::settings producer_settings(const options& o) {
     strata::kafka::settings s = {{"linger.ms", "20"}, {"batch.size", "1000000"}, {"compression.type", "none"}};
-    for (const auto& kv : a.all("producer-setting")) {
+    for (const auto& kv : o.producer_settings) {
         const auto eq = kv.find('=');
         if (eq == std::string::npos) throw std::invalid_argument("--producer-setting wants name=value: " + kv);
         s[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     return s;
-}
-
-std::string settings_json(const strata::kafka::settings& s) {
-    std::string out = "{";
-    for (const auto& [k, v] : s) {
-        if (out.size() > 1) out += ',';
-        out += '"' + k + "\":\"" + v + '"';
-    }
-    return out + '}';
 }
 
 // ---------------------------------------------------------------- timing --
@@ -132,12 +146,10 @@ struct workload {
     std::size_t value_bytes;
     std::uint64_t seed;
 
-    explicit workload(const args& a)
-        : updates(a.num("updates", 1'000'000)), keys(a.num("keys", 100'000)), dist(a.str("dist", "uniform")),
-          zipf_s(a.real("zipf-s", 0.99)), value_bytes(a.num("value-bytes", 100)), seed(a.num("seed", 42)) {
+    explicit workload(const options& o)
+        : updates(o.updates), keys(o.keys), dist(o.dist), zipf_s(o.zipf_s), value_bytes(o.value_bytes),
+          seed(o.seed) {
         if (updates == 0 || keys == 0) throw std::invalid_argument("--updates and --keys must be positive");
-        if (dist != "uniform" && dist != "zipf" && dist != "sequential")
-            throw std::invalid_argument("--dist is uniform, zipf or sequential");
     }
 
     /// The key id of every update, drawn before anything is timed.
@@ -179,8 +191,8 @@ struct workload {
     }
 
     void describe(json& j) const {
-        j.put("updates", updates).put("keys", keys).put("dist", dist).put("value_bytes", std::uint64_t{value_bytes});
-        if (dist == "zipf") j.put("zipf_s", zipf_s);
+        j.update({{"updates", updates}, {"keys", keys}, {"dist", dist}, {"value_bytes", value_bytes}});
+        if (dist == "zipf") j["zipf_s"] = zipf_s;
     }
 };
 
@@ -256,23 +268,23 @@ strata::kafka::topic_options topic_opts(const std::string& bootstrap) {
     return t;
 }
 
-strata::kafka::kafka_changelog_options log_opts(const args& a, const std::string& topic) {
-    strata::kafka::kafka_changelog_options o;
-    o.bootstrap_servers = a.need("bootstrap");
-    o.topic = topic;
-    o.producer_settings = producer_settings(a);
-    o.producer_settings.emplace("message.timeout.ms", "120000");
-    return o;
+strata::kafka::kafka_changelog_options log_opts(const options& o) {
+    strata::kafka::kafka_changelog_options l;
+    l.bootstrap_servers = need(o.bootstrap, "bootstrap");
+    l.topic = need(o.topic, "topic");
+    l.producer_settings = producer_settings(o);
+    l.producer_settings.emplace("message.timeout.ms", "120000");
+    return l;
 }
 
 // ------------------------------------------------------------------ write --
 
 template <class Log>
-void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
-    const std::uint64_t cache_bytes = a.num("cache-bytes", 0);
-    const std::uint64_t flush_ms = a.num("flush-ms", 100);
+void run_write(const options& o, const workload& w, Log& inner_log, json& j) {
+    const std::uint64_t cache_bytes = o.cache_bytes;
+    const std::uint64_t flush_ms = o.flush_ms;
     // The flood: resident memory every N updates, to show where it levels off.
-    const std::uint64_t rss_every = a.num("rss-every", 0);
+    const std::uint64_t rss_every = o.rss_every;
     const auto ids = w.key_ids();
     const auto names = w.key_names();
     counting_log<Log> log(inner_log);
@@ -280,8 +292,8 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
     auto drive = [&](auto& store, auto& inner, auto records_written) {
         std::string value;
         std::uint64_t flushes = 0;
-        std::vector<json> rss;
-        if (rss_every > 0) rss.push_back(json().put("updates", std::uint64_t{0}).put("rss_bytes", resident_bytes()));
+        json rss = json::array();
+        if (rss_every > 0) rss.push_back(json{{"updates", std::uint64_t{0}}, {"rss_bytes", resident_bytes()}});
         const double cpu0 = cpu_seconds();
         const auto t0 = clock_type::now();
         auto next_flush = t0 + std::chrono::milliseconds(flush_ms);
@@ -289,7 +301,7 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
             w.value_of(i, value);
             store.put(names[ids[i]], value);
             if (rss_every > 0 && (i + 1) % rss_every == 0)
-                rss.push_back(json().put("updates", i + 1).put("rss_bytes", resident_bytes()));
+                rss.push_back(json{{"updates", i + 1}, {"rss_bytes", resident_bytes()}});
             if ((i & 255) == 255 && flush_ms > 0) {
                 const auto now = clock_type::now();
                 if (now >= next_flush) {
@@ -306,22 +318,23 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
         const auto records = records_written();
         const auto payload = log.bytes;
         if (records != log.records) throw std::logic_error("records counted twice differ");
-        j.put("elapsed_s", elapsed)
-            .put("updates_per_s", static_cast<double>(w.updates) / elapsed)
-            .put("cpu_s", cpu)
-            .put("cpu_s_per_million", cpu / (static_cast<double>(w.updates) / 1e6))
-            .put("flushes", flushes)
-            .put("changelog_records", records)
-            .put("changelog_end_offset", static_cast<std::uint64_t>(end))
-            .put("changelog_records_per_update", static_cast<double>(records) / static_cast<double>(w.updates))
-            .put("changelog_payload_bytes", payload)
-            .put("changelog_payload_bytes_per_update",
-                 static_cast<double>(payload) / static_cast<double>(w.updates))
-            .put("entries", entries_of(inner));
-        if (rss_every > 0) j.put("rss", rss);
+        j.update({
+            {"elapsed_s", elapsed},
+            {"updates_per_s", static_cast<double>(w.updates) / elapsed},
+            {"cpu_s", cpu},
+            {"cpu_s_per_million", cpu / (static_cast<double>(w.updates) / 1e6)},
+            {"flushes", flushes},
+            {"changelog_records", records},
+            {"changelog_end_offset", static_cast<std::uint64_t>(end)},
+            {"changelog_records_per_update", static_cast<double>(records) / static_cast<double>(w.updates)},
+            {"changelog_payload_bytes", payload},
+            {"changelog_payload_bytes_per_update", static_cast<double>(payload) / static_cast<double>(w.updates)},
+            {"entries", entries_of(inner)},
+        });
+        if (rss_every > 0) j["rss"] = std::move(rss);
     };
 
-    with_store(a, w.keys, [&](auto&& store) {
+    with_store(o, w.keys, [&](auto&& store) {
         if (cache_bytes == 0) {
             auto s = std::move(store) | strata::logged(log);
             drive(s, s.base(), [&] { return s.records_written(); });
@@ -330,39 +343,34 @@ void run_write(const args& a, const workload& w, Log& inner_log, json& j) {
             drive(s, s.base().base(), [&] { return s.base().records_written(); });
         }
     });
-    j.put("cache_bytes", cache_bytes).put("flush_ms", flush_ms).put("store", a.str("store", "hash"));
+    j.update({{"cache_bytes", cache_bytes}, {"flush_ms", flush_ms}, {"store", o.store}});
 }
 
-void cmd_write(const args& a) {
-    const workload w(a);
-    json j;
-    j.put("command", "write").put("system", "strata");
-    const std::string sink = a.need("sink");
-    j.put("sink", sink);
+void cmd_write(const options& o) {
+    const workload w(o);
+    json j = {{"command", "write"}, {"system", "strata"}, {"sink", o.sink}};
     w.describe(j);
-    if (sink == "file") {
-        const std::filesystem::path dir = a.need("dir");
+    if (o.sink == "file") {
+        const std::filesystem::path dir = need(o.dir, "dir");
         std::filesystem::remove_all(dir);
         strata::file_log log(dir);
-        run_write(a, w, log, j);
-        j.put("dir", dir.string());
-    } else if (sink == "kafka") {
-        const std::string topic = a.need("topic");
-        (void)strata::kafka::ensure_topic(topic, topic_opts(a.need("bootstrap")));
-        strata::kafka::kafka_changelog log(log_opts(a, topic));
-        run_write(a, w, log, j);
-        j.put("topic", topic).raw("producer_settings", settings_json(log.options().producer_settings));
+        run_write(o, w, log, j);
+        j["dir"] = dir.string();
     } else {
-        throw std::invalid_argument("--sink is file or kafka");
+        (void)strata::kafka::ensure_topic(need(o.topic, "topic"), topic_opts(need(o.bootstrap, "bootstrap")));
+        strata::kafka::kafka_changelog log(log_opts(o));
+        run_write(o, w, log, j);
+        j["topic"] = o.topic;
+        j["producer_settings"] = log.options().producer_settings;
     }
-    j.print();
+    print(j);
 }
 
 // ---------------------------------------------------------------- restore --
 
 template <class MakeLog>
-void run_restore(const args& a, MakeLog make_log, json& j) {
-    with_store(a, 0, [&](auto&& store) {
+void run_restore(const options& o, MakeLog make_log, json& j) {
+    with_store(o, 0, [&](auto&& store) {
         const double cpu0 = cpu_seconds();
         const auto t0 = clock_type::now();  // from opening the changelog until the store is ready
         auto inner_log = make_log();
@@ -373,35 +381,32 @@ void run_restore(const args& a, MakeLog make_log, json& j) {
         const double restore_s = since(t1);
         const double ready_s = since(t0);
         const double cpu = cpu_seconds() - cpu0;
-        j.put("records", p.records_done)
-            .put("payload_bytes", log.replayed_bytes)
-            .put("restore_s", restore_s)
-            .put("ready_s", ready_s)
-            .put("records_per_s", static_cast<double>(p.records_done) / restore_s)
-            .put("mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s)
-            .put("cpu_s", cpu)
-            .put("entries", entries_of(s.base()))
-            .put("store", a.str("store", "hash"));
+        j.update({
+            {"records", p.records_done},
+            {"payload_bytes", log.replayed_bytes},
+            {"restore_s", restore_s},
+            {"ready_s", ready_s},
+            {"records_per_s", static_cast<double>(p.records_done) / restore_s},
+            {"mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s},
+            {"cpu_s", cpu},
+            {"entries", entries_of(s.base())},
+            {"store", o.store},
+        });
     });
 }
 
-void cmd_restore(const args& a) {
-    json j;
-    j.put("command", "restore").put("system", "strata");
-    const std::string source = a.need("source");
-    j.put("source", source);
-    if (source == "file") {
-        const std::filesystem::path dir = a.need("dir");
-        run_restore(a, [&] { return strata::file_log(dir); }, j);
-    } else if (source == "kafka") {
-        const std::string topic = a.need("topic");
-        // kafka_changelog is movable; the replay range it makes is built in place.
-        run_restore(a, [&] { return strata::kafka::kafka_changelog(log_opts(a, topic)); }, j);
-        j.put("topic", topic);
+void cmd_restore(const options& o) {
+    json j = {{"command", "restore"}, {"system", "strata"}, {"source", o.source}};
+    if (o.source == "file") {
+        const std::filesystem::path dir = need(o.dir, "dir");
+        run_restore(o, [&] { return strata::file_log(dir); }, j);
     } else {
-        throw std::invalid_argument("--source is file or kafka");
+        const auto opts = log_opts(o);
+        // kafka_changelog is movable; the replay range it makes is built in place.
+        run_restore(o, [&] { return strata::kafka::kafka_changelog(opts); }, j);
+        j["topic"] = o.topic;
     }
-    j.print();
+    print(j);
 }
 
 // -------------------------------------------------------- kafka ceilings --
@@ -422,14 +427,14 @@ struct acks {
     std::uint64_t ok = 0, failed = 0;
 };
 
-void cmd_produce_ceiling(const args& a) {
-    const workload w(a);
-    const std::string bootstrap = a.need("bootstrap");
-    const std::string topic = a.need("topic");
-    const std::uint64_t flush_ms = a.num("flush-ms", 0);
+void cmd_produce_ceiling(const options& o) {
+    const workload w(o);
+    const std::string& bootstrap = o.bootstrap;
+    const std::string& topic = o.topic;
+    const std::uint64_t flush_ms = o.ceiling_flush_ms;
     (void)strata::kafka::ensure_topic(topic, topic_opts(bootstrap));
 
-    auto settings = producer_settings(a);
+    auto settings = producer_settings(o);
     settings["enable.idempotence"] = "true";
     settings["acks"] = "all";
     settings["message.timeout.ms"] = "120000";
@@ -480,30 +485,31 @@ void cmd_produce_ceiling(const args& a) {
     const double elapsed = since(t0);
     const double cpu = cpu_seconds() - cpu0;
 
-    json j;
-    j.put("command", "produce-ceiling").put("system", "librdkafka");
+    json j = {{"command", "produce-ceiling"}, {"system", "librdkafka"}};
     w.describe(j);
-    j.put("topic", topic)
-        .put("flush_ms", flush_ms)
-        .put("flushes", flushes)
-        .put("elapsed_s", elapsed)
-        .put("records_per_s", static_cast<double>(w.updates) / elapsed)
-        .put("updates_per_s", static_cast<double>(w.updates) / elapsed)
-        .put("cpu_s", cpu)
-        .put("cpu_s_per_million", cpu / (static_cast<double>(w.updates) / 1e6))
-        .put("acked", counts.ok)
-        .put("failed", counts.failed)
-        .put("payload_bytes", payload)
-        .raw("producer_settings", settings_json(settings));
+    j.update({
+        {"topic", topic},
+        {"flush_ms", flush_ms},
+        {"flushes", flushes},
+        {"elapsed_s", elapsed},
+        {"records_per_s", static_cast<double>(w.updates) / elapsed},
+        {"updates_per_s", static_cast<double>(w.updates) / elapsed},
+        {"cpu_s", cpu},
+        {"cpu_s_per_million", cpu / (static_cast<double>(w.updates) / 1e6)},
+        {"acked", counts.ok},
+        {"failed", counts.failed},
+        {"payload_bytes", payload},
+        {"producer_settings", settings},
+    });
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
     if (counts.failed != 0) throw std::runtime_error("records failed");
-    j.print();
+    print(j);
 }
 
-void cmd_consume_ceiling(const args& a) {
-    const std::string bootstrap = a.need("bootstrap");
-    const std::string topic = a.need("topic");
+void cmd_consume_ceiling(const options& o) {
+    const std::string& bootstrap = o.bootstrap;
+    const std::string& topic = o.topic;
     // The settings of strata's kafka_changelog consumer, read_committed as its default.
     strata::kafka::settings s = strata::kafka::replay_consumer_settings(true);
     s["group.id"] = "e2e-ceiling-" + std::to_string(::getpid());
@@ -551,23 +557,26 @@ void cmd_consume_ceiling(const args& a) {
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
 
-    json j;
-    j.put("command", "consume-ceiling").put("system", "librdkafka").put("topic", topic);
-    j.put("records", records)
-        .put("payload_bytes", payload)
-        .put("elapsed_s", elapsed)
-        .put("records_per_s", static_cast<double>(records) / elapsed)
-        .put("mb_per_s", static_cast<double>(payload) / 1e6 / elapsed)
-        .put("first_record_s", std::chrono::duration<double>(first - t0).count())
-        .put("cpu_s", cpu);
-    j.print();
+    const json j = {
+        {"command", "consume-ceiling"},
+        {"system", "librdkafka"},
+        {"topic", topic},
+        {"records", records},
+        {"payload_bytes", payload},
+        {"elapsed_s", elapsed},
+        {"records_per_s", static_cast<double>(records) / elapsed},
+        {"mb_per_s", static_cast<double>(payload) / 1e6 / elapsed},
+        {"first_record_s", std::chrono::duration<double>(first - t0).count()},
+        {"cpu_s", cpu},
+    };
+    print(j);
 }
 
 // ------------------------------------------------------------------- disk --
 
-void cmd_disk(const args& a) {
-    const std::filesystem::path dir = a.need("dir");
-    const std::uint64_t total = a.num("bytes", std::uint64_t{1} << 30);
+void cmd_disk(const options& o) {
+    const std::filesystem::path dir = o.dir;
+    const std::uint64_t total = o.bytes;
     const std::size_t chunk = 8u << 20;
     std::filesystem::create_directories(dir);
     const std::string path = (dir / "disk-bandwidth.bin").string();
@@ -597,41 +606,114 @@ void cmd_disk(const args& a) {
     ::close(fd);
     std::filesystem::remove(path);
 
-    json j;
-    j.put("command", "disk").put("system", "disk").put("dir", dir.string()).put("bytes", total);
-    j.put("write_s", write_s)
-        .put("write_mb_per_s", static_cast<double>(total) / 1e6 / write_s)
-        .put("read_s", read_s)
-        .put("read_mb_per_s", static_cast<double>(read_bytes) / 1e6 / read_s);
-    j.print();
+    const json j = {
+        {"command", "disk"},
+        {"system", "disk"},
+        {"dir", dir.string()},
+        {"bytes", total},
+        {"write_s", write_s},
+        {"write_mb_per_s", static_cast<double>(total) / 1e6 / write_s},
+        {"read_s", read_s},
+        {"read_mb_per_s", static_cast<double>(read_bytes) / 1e6 / read_s},
+    };
+    print(j);
+}
+
+// ---------------------------------------------------------- command line --
+
+CLI::Option* add_number(CLI::App& c, const std::string& name, std::uint64_t& v, const std::string& shown,
+                        const std::string& what) {
+    // AsSizeValue(true): k, M, G are x1000 and KiB, MiB, GiB x1024 (any case, B optional).
+    CLI::AsSizeValue suffixed(true);
+    suffixed.description("[k|M|G|KiB|MiB|GiB]");
+    return c.add_option(name, v, what)->transform(suffixed)->default_str(shown);
+}
+
+void add_store(CLI::App& c, options& o) {
+    c.add_option("--store", o.store, "hash: hash_map_store; rocksdb: rocksdb_store in a fresh --store-dir")
+        ->check(CLI::IsMember({"hash", "rocksdb"}));
+    c.add_option("--store-dir", o.store_dir, "the RocksDB store's directory (removed first)");
+}
+
+void add_kafka(CLI::App& c, options& o, bool required) {
+    c.add_option("--bootstrap", o.bootstrap, "the brokers")->required(required);
+    c.add_option("--topic", o.topic, "the topic")->required(required);
+}
+
+void add_producer(CLI::App& c, options& o) {
+    c.add_option("--producer-setting", o.producer_settings, "a librdkafka setting name=value, repeatable")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false)
+        ->default_str("");
+}
+
+void add_workload(CLI::App& c, options& o) {
+    add_number(c, "--updates", o.updates, "1M", "updates");
+    add_number(c, "--keys", o.keys, "100k", "distinct keys k0, k1, ...");
+    c.add_option("--dist", o.dist, "key ids: uniform, zipf (id 0 the hottest) or sequential (i mod keys)")
+        ->check(CLI::IsMember({"uniform", "zipf", "sequential"}));
+    c.add_option("--zipf-s", o.zipf_s, "the Zipf exponent");
+    add_number(c, "--value-bytes", o.value_bytes, "100", "value size: the update's number, zero-padded");
+    add_number(c, "--seed", o.seed, "42", "seed of the key ids");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    options o;
+    CLI::App app("strata end to end, against the file log and Kafka, and their ceilings; each command prints one "
+                 "JSON line",
+                 "e2e");
+    app.require_subcommand(1);
+    app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+    CLI::App& write = *app.add_subcommand("write", "logged writes through hash_map_store (or rocksdb_store) | "
+                                                   "logged(log) [| cached(bytes)]");
+    write.add_option("--sink", o.sink, "the changelog")->required()->check(CLI::IsMember({"file", "kafka"}));
+    write.add_option("--dir", o.dir, "the file log's directory (removed first)");
+    add_kafka(write, o, false);
+    add_producer(write, o);
+    add_store(write, o);
+    add_workload(write, o);
+    add_number(write, "--cache-bytes", o.cache_bytes, "0", "the cache's bound, 0 for no cache (e.g. 10MiB)");
+    add_number(write, "--flush-ms", o.flush_ms, "100", "flush every this many ms of wall time, 0 only at the end");
+    add_number(write, "--rss-every", o.rss_every, "0", "sample resident memory every this many updates");
+
+    CLI::App& restore = *app.add_subcommand("restore", "restore a fresh store from a changelog");
+    restore.add_option("--source", o.source, "the changelog")->required()->check(CLI::IsMember({"file", "kafka"}));
+    restore.add_option("--dir", o.dir, "the file log's directory");
+    add_kafka(restore, o, false);
+    add_producer(restore, o);
+    add_store(restore, o);
+
+    CLI::App& produce = *app.add_subcommand("produce-ceiling", "a plain librdkafka producer loop, same workload");
+    add_kafka(produce, o, true);
+    add_producer(produce, o);
+    add_workload(produce, o);
+    add_number(produce, "--flush-ms", o.ceiling_flush_ms, "0", "flush every this many ms, 0 only at the end");
+
+    CLI::App& consume = *app.add_subcommand("consume-ceiling", "a plain librdkafka consumer loop, read to the end");
+    add_kafka(consume, o, true);
+
+    CLI::App& disk = *app.add_subcommand("disk", "write(2) + fdatasync, then read back cold");
+    disk.add_option("--dir", o.dir, "a directory on the disk to measure")->required();
+    add_number(disk, "--bytes", o.bytes, "1GiB", "bytes to write");
+
     if (argc < 2) {
-        std::fprintf(stderr,
-                     "usage: e2e write|restore|produce-ceiling|consume-ceiling|disk [--option value]...\n"
-                     "  write           --sink file --dir D | --sink kafka --bootstrap B --topic T\n"
-                     "                  [--updates 1M] [--keys 100k] [--dist uniform|zipf|sequential] [--zipf-s 0.99]\n"
-                     "                  [--value-bytes 100] [--cache-bytes 0|10MiB] [--flush-ms 100] [--seed 42] [--rss-every 1M]\n"
-                     "                  [--producer-setting name=value]... [--store hash|rocksdb --store-dir D]\n"
-                     "  restore         --source file --dir D | --source kafka --bootstrap B --topic T\n"
-                     "                  [--store hash|rocksdb --store-dir D]\n"
-                     "  produce-ceiling --bootstrap B --topic T, the workload options, [--flush-ms 0]\n"
-                     "  consume-ceiling --bootstrap B --topic T\n"
-                     "  disk            --dir D [--bytes 1GiB]\n");
+        std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stderr);
         return 2;
     }
     try {
-        const std::string cmd = argv[1];
-        const args a(argc, argv);
-        if (cmd == "write") cmd_write(a);
-        else if (cmd == "restore") cmd_restore(a);
-        else if (cmd == "produce-ceiling") cmd_produce_ceiling(a);
-        else if (cmd == "consume-ceiling") cmd_consume_ceiling(a);
-        else if (cmd == "disk") cmd_disk(a);
-        else throw std::invalid_argument("unknown command " + cmd);
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        if (write.parsed()) cmd_write(o);
+        else if (restore.parsed()) cmd_restore(o);
+        else if (produce.parsed()) cmd_produce_ceiling(o);
+        else if (consume.parsed()) cmd_consume_ceiling(o);
+        else if (disk.parsed()) cmd_disk(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "e2e: error: %s\n", e.what());
         return 1;

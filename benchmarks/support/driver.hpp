@@ -1,6 +1,7 @@
 #pragma once
-// What the end-to-end benchmark drivers (benchmarks/e2e, benchmarks/runtime)
-// share: their command-line options and the one JSON line each run prints.
+// What the runtime benchmark driver (benchmarks/runtime) uses: its
+// command-line options and the one JSON line each run prints. (benchmarks/e2e
+// parses with CLI11 and writes JSON with nlohmann-json instead.)
 
 #include <cstdint>
 #include <cstdio>

@@ -2,6 +2,13 @@
 /// @file
 /// @brief Renders a registry in the Prometheus text exposition format,
 /// version 0.0.4, for an HTTP `/metrics` endpoint or a log line.
+///
+/// Written here rather than with a client library: Debian 12's one for C++,
+/// prometheus-cpp, is compiled shared libraries with a registry and metric
+/// types of its own, so rendering strata's registry through its
+/// TextSerializer would copy every sample into those types and make every
+/// user of this header-only library link it. The text format is simple enough
+/// to write directly.
 
 #include <strata/metrics/detail/text.hpp>
 #include <strata/metrics/registry.hpp>

@@ -24,12 +24,12 @@
 #include <strata/core/bytes.hpp>
 #include <strata/core/concepts.hpp>
 
+#include <boost/endian/conversion.hpp>
+
 #include <bit>
-#include <climits>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -38,34 +38,24 @@ namespace strata {
 
 namespace detail::serdes {
 
-/// std::byteswap is C++23; the builtins compile to one bswap instruction.
-template <std::unsigned_integral U>
-constexpr U byteswap_of(U u) noexcept {
-    if constexpr (sizeof(U) == 2) return __builtin_bswap16(u);
-    else if constexpr (sizeof(U) == 4) return __builtin_bswap32(u);
-    else if constexpr (sizeof(U) == 8) return __builtin_bswap64(u);
-    else return u;
-}
-
 /// Appends the sizeof(U) bytes of u, most significant first, whatever the
 /// host's byte order.
 template <std::unsigned_integral U>
 void write_big_endian(U u, byte_buffer& out) {
-    // One byte-swap and one store of the whole word: a store per byte costs
-    // more than the rest of a logged put (the CPU retires stores in order).
-    if constexpr (std::endian::native == std::endian::little && sizeof(U) > 1) u = byteswap_of(u);
+    // One byte-swap and one store of the whole word (endian_store swaps with
+    // the compiler's bswap builtin, then copies the word): a store per byte
+    // costs more than the rest of a logged put (the CPU retires stores in order).
     const std::size_t at = out.size();
     out.resize(at + sizeof(U));
-    std::memcpy(out.data() + at, &u, sizeof(U));
+    boost::endian::endian_store<U, sizeof(U), boost::endian::order::big>(
+        reinterpret_cast<unsigned char*>(out.data() + at), u);
 }
 
 /// Reads sizeof(U) bytes written by write_big_endian (throws if too few remain).
 template <std::unsigned_integral U>
 [[nodiscard]] U read_big_endian(byte_reader& in) {
-    U u = 0;
-    for (std::byte b : in.take(sizeof(U)))
-        u = static_cast<U>((u << CHAR_BIT) | std::to_integer<unsigned char>(b));
-    return u;
+    return boost::endian::endian_load<U, sizeof(U), boost::endian::order::big>(
+        reinterpret_cast<const unsigned char*>(in.take(sizeof(U)).data()));
 }
 
 template <class T>

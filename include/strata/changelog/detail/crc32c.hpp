@@ -4,6 +4,12 @@
 /// checkpoint files. Castagnoli rather than the zlib polynomial because it
 /// detects more error patterns in short messages and x86 computes it in
 /// hardware (SSE4.2), which matters when a restore checks millions of frames.
+///
+/// Written here because no library at hand has it fast: Boost 1.74 names no
+/// CRC-32C, and boost::crc_optimal<32, 0x1EDC6F41, ~0U, ~0U, true, true>,
+/// which computes the same value, reads a byte at a time from one table,
+/// about 6x slower than the slicing-by-8 below and over 10x slower than SSE4.2;
+/// Debian 12 packages no C++ CRC-32C library (its Abseil predates absl/crc).
 
 #include <strata/core/bytes.hpp>
 

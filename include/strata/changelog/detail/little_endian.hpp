@@ -6,30 +6,33 @@
 
 #include <strata/core/bytes.hpp>
 
+#include <boost/endian/conversion.hpp>
+
+#include <concepts>
 #include <cstddef>
-#include <cstdint>
 
 namespace strata::detail {
 
-template <class UInt>
-inline void put_le(byte_buffer& out, UInt v) {
-    for (std::size_t i = 0; i < sizeof(UInt); ++i)
-        out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xffU));
-}
-
-template <class UInt>
+/// @pre `at` points to at least sizeof(UInt) writable bytes.
+template <std::unsigned_integral UInt>
 inline void store_le(std::byte* at, UInt v) noexcept {
-    for (std::size_t i = 0; i < sizeof(UInt); ++i)
-        at[i] = static_cast<std::byte>((v >> (8 * i)) & 0xffU);
+    boost::endian::endian_store<UInt, sizeof(UInt), boost::endian::order::little>(
+        reinterpret_cast<unsigned char*>(at), v);
 }
 
 /// @pre `at` points to at least sizeof(UInt) readable bytes.
-template <class UInt>
+template <std::unsigned_integral UInt>
 [[nodiscard]] inline UInt load_le(const std::byte* at) noexcept {
-    UInt v = 0;
-    for (std::size_t i = 0; i < sizeof(UInt); ++i)
-        v = static_cast<UInt>(v | (static_cast<UInt>(at[i]) << (8 * i)));
-    return v;
+    return boost::endian::endian_load<UInt, sizeof(UInt), boost::endian::order::little>(
+        reinterpret_cast<const unsigned char*>(at));
+}
+
+/// Appends the sizeof(UInt) bytes of v, least significant first.
+template <std::unsigned_integral UInt>
+inline void put_le(byte_buffer& out, UInt v) {
+    const std::size_t at = out.size();
+    out.resize(at + sizeof(UInt));
+    store_le(out.data() + at, v);
 }
 
 }  // namespace strata::detail
