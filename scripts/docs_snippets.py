@@ -8,10 +8,15 @@ A Markdown line
 must be followed immediately by a ```cpp fenced block whose content is the
 lines between the two `// [make-store]` marker lines of
 docs/examples/tutorial.cpp (markers excluded, common indentation removed).
+A CMake source (CMakeLists.txt, *.cmake) marks its regions with
+`# [name]` lines and is quoted in a ```cmake block.
 
     docs_snippets.py --check    exit 1, with a diff, if any block differs
                                 or a marker is missing
     docs_snippets.py --update   rewrite the blocks from the sources
+
+It also checks the compiler errors the docs quote (`<!-- compile-fail: NAME -->`)
+against the compile-fail test that produces them.
 """
 
 import argparse
@@ -25,8 +30,8 @@ DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
 
 SNIPPET = re.compile(r"^<!--\s*snippet:\s*(?P<file>[^#\s]+)#(?P<name>[\w.-]+)\s*-->\s*$")
-MARKER = re.compile(r"^\s*//\s*\[(?P<name>[\w.-]+)\]\s*$")
-FENCE_OPEN = re.compile(r"^```cpp\s*$")
+MARKER = re.compile(r"^\s*(//|#)\s*\[(?P<name>[\w.-]+)\]\s*$")  # C++ or CMake comment
+FENCE_OPEN = re.compile(r"^```(cpp|cmake)\s*$")
 FENCE_CLOSE = "```"
 
 
@@ -76,9 +81,10 @@ def process(md: Path, update: bool):
             continue
         if i >= len(lines) or not FENCE_OPEN.match(lines[i]):
             if update:
-                out += ["```cpp", *want, FENCE_CLOSE]
+                lang = "cmake" if m["file"].endswith((".txt", ".cmake")) else "cpp"
+                out += ["```" + lang, *want, FENCE_CLOSE]
             else:
-                problems.append(f"{where}: the snippet line must be followed by a ```cpp block")
+                problems.append(f"{where}: the snippet line must be followed by a ```cpp (or ```cmake) block")
             continue
         end = i + 1
         while end < len(lines) and lines[end].rstrip() != FENCE_CLOSE:
@@ -99,6 +105,38 @@ def process(md: Path, update: bool):
     return problems, text
 
 
+COMPILE_FAIL = re.compile(r"^<!--\s*compile-fail:\s*(?P<name>[\w-]+)\s*-->\s*$")
+ERROR_LINE = "error: static assertion failed: "
+
+
+def compile_fail_quotes(md: Path):
+    """Problems with the compiler errors a page quotes: a line
+    `<!-- compile-fail: NAME -->` must be followed by a ```text block whose
+    first line is `error: static assertion failed: <text>`, where <text>
+    starts with the first `// expect:` text of test/compile_fail/NAME.cpp,
+    the test that checks the compiler prints it."""
+    problems = []
+    lines = md.read_text().splitlines()
+    rel = md.relative_to(ROOT)
+    for i, line in enumerate(lines):
+        m = COMPILE_FAIL.match(line)
+        if not m:
+            continue
+        src = ROOT / "test" / "compile_fail" / f"{m['name']}.cpp"
+        if not src.is_file():
+            problems.append(f"{rel}:{i + 1}: no compile-fail test {src.relative_to(ROOT)}")
+            continue
+        expects = [l[len("// expect: "):] for l in src.read_text().splitlines() if l.startswith("// expect: ")]
+        if i + 2 >= len(lines) or lines[i + 1].strip() != "```text":
+            problems.append(f"{rel}:{i + 1}: the compile-fail line must be followed by a ```text block")
+            continue
+        quoted = lines[i + 2]
+        if not quoted.startswith(ERROR_LINE) or not expects or not quoted[len(ERROR_LINE):].startswith(expects[0]):
+            problems.append(f"{rel}:{i + 3}: the quoted error does not start with {ERROR_LINE!r} followed by the "
+                            f"test's expected text {expects[0] if expects else '(none)'!r}")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -111,7 +149,7 @@ def main():
     for md in pages:
         blocks += sum(1 for l in md.read_text().splitlines() if SNIPPET.match(l))
         problems, text = process(md, args.update)
-        all_problems += problems
+        all_problems += problems + compile_fail_quotes(md)
         if args.update and text != md.read_text():
             md.write_text(text)
             print(f"updated {md.relative_to(ROOT)}")

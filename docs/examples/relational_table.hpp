@@ -68,19 +68,27 @@ public:
 
     std::string_view name() const noexcept { return name_; }
 
-    // ---- updates, as strata sees them: apply(u)
-    void apply(const insert_row& u) { upsert(u.row); }
-    void apply(const update_where& u) {
-        for (std::int64_t id : select_ids(u.filter)) {
+    // ---- updates, as strata sees them: apply(u). Each returns the number of
+    // rows it changed, as SQL does, and so does every decorator around it.
+    std::size_t apply(const insert_row& u) {
+        upsert(u.row);
+        return 1;
+    }
+    std::size_t apply(const update_where& u) {
+        const std::vector<std::int64_t> ids = select_ids(u.filter);
+        for (std::int64_t id : ids) {
             employee changed = rows_.at(id);
             u.set(changed);
             if (changed.id != id)
                 throw strata::usage_error("employee_table: an UPDATE may not change the primary key");
             upsert(std::move(changed));
         }
+        return ids.size();
     }
-    void apply(const delete_where& u) {
-        for (std::int64_t id : select_ids(u.filter)) erase(id);
+    std::size_t apply(const delete_where& u) {
+        const std::vector<std::int64_t> ids = select_ids(u.filter);
+        for (std::int64_t id : ids) erase(id);
+        return ids.size();
     }
 
     // ---- queries

@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
 using strata::file_log;
 using strata::file_log_options;
 using strata::offset_t;
@@ -245,6 +249,41 @@ TEST_CASE("file_log is movable and locks its directory") {
     CHECK(c.end_offset() == 1);
     CHECK_NOTHROW(file_log(dir / "other"));
     CHECK_THROWS_AS(file_log(dir.path()), strata::changelog_error);
+}
+
+TEST_CASE("a file_log refused its directory says who holds it") {
+    temp_dir dir;
+    const std::string pid = "pid " + std::to_string(::getpid()) + ", opened 20";
+    SECTION("another file_log object in this process") {
+        file_log held(dir.path());
+        CHECK_THROWS_WITH(file_log(dir.path()),
+                          Catch::Contains("already open elsewhere: by another strata::file_log object in this process (" +
+                                          pid) &&
+                              Catch::Contains("give that object to every user"));
+    }
+    SECTION("another process") {
+        int ready[2];
+        REQUIRE(::pipe(ready) == 0);
+        const ::pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            file_log held(dir.path());
+            char c = 'x';
+            (void)!::write(ready[1], &c, 1);
+            ::pause();  // until killed
+            ::_exit(0);
+        }
+        char c = 0;
+        REQUIRE(::read(ready[0], &c, 1) == 1);
+        const std::string theirs = "by another process (pid " + std::to_string(child) + ", opened 20";
+        CHECK_THROWS_WITH(file_log(dir.path()), Catch::Contains(theirs));
+        ::kill(child, SIGKILL);
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        ::close(ready[0]);
+        ::close(ready[1]);
+        CHECK_NOTHROW(file_log(dir.path()));  // the lock went with the process
+    }
 }
 
 // -------------------------------------------------------------- compaction --

@@ -4,5 +4,10 @@
 
 int main() {
     auto s = strata::decorate(strata::hash_map_store<int, int>("s"), strata::cached(), strata::cached());
-    (void)s;
+    // Used on after the mistake: no further error may follow.
+    s.put(1, 2);
+    if (auto v = s.get(1); v && *v == 2) s.erase(1);
+    for (auto [k, v] : s.all()) (void)k, (void)v;
+    s.flush();
+    s.restore();
 }

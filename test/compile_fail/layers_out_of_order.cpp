@@ -6,5 +6,10 @@
 int main() {
     strata::memory_log log;
     auto s = strata::ordered_map_store<int, int>("s") | strata::cached() | strata::logged(log);
-    (void)s;
+    // Used on after the mistake: no further error may follow.
+    s.put(1, 2);
+    if (auto v = s.get(1); v && *v == 2) s.erase(1);
+    for (auto [k, v] : s.all()) (void)k, (void)v;
+    s.flush();
+    s.restore();
 }

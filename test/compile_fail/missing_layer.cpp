@@ -7,5 +7,8 @@ int main() {
     strata::memory_log log;
     auto s = strata::ordered_map_store<int, int>("s") | strata::logged(log);
     auto& c = strata::layer<strata::cached_store>(s);
-    (void)c;
+    // Used on after the mistake: no further error may follow.
+    const auto hits = c.stats();
+    c.flush();
+    (void)hits;
 }

@@ -1,6 +1,7 @@
 // expect: strata::logged: the codec cannot say which keys this update touches
 #include <strata/changelog/memory_log.hpp>
 #include <strata/decorators/all.hpp>
+#include <strata/metrics/registry.hpp>
 
 #include <relational_table.hpp>
 
@@ -17,6 +18,9 @@ struct bigger_codec : example::table_codec {
 
 int main() {
     strata::memory_log log;
-    auto s = bigger_table("employees") | strata::logged(log, bigger_codec{});
+    strata::metrics::registry r;
+    auto s = bigger_table("employees") | strata::logged(log, bigger_codec{}) | strata::cached() | strata::metered(r);
     s.apply(give_everyone_a_raise{});
+    s.apply(give_everyone_a_raise{});  // the same mistake again is not a second error
+    s.flush();
 }

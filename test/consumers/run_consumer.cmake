@@ -5,6 +5,7 @@
 #         [-DINSTALL_FROM=<strata build dir>]     install strata into WORK/prefix first
 #         [-DSTRATA_SOURCE_DIR=<dir>]             for a consumer that uses add_subdirectory
 #         [-DEXPECTED_VERSION=<x.y.z>]            passed on as STRATA_EXPECTED_VERSION
+#         [-DAPP=<program>]                       the program to run (default: app)
 #         -P run_consumer.cmake
 #
 # WORK is emptied first, so every run starts from nothing.
@@ -84,5 +85,8 @@ if(INSTALL_FROM)
 endif()
 
 run("build" ${CMAKE_COMMAND} --build ${build})
-run("run the consumer" ${build}/app)
+if(NOT APP)
+  set(APP app)
+endif()
+run("run the consumer" ${build}/${APP})
 message(STATUS "${last_output}")

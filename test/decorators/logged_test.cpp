@@ -45,6 +45,7 @@ public:
     }
     void put(const std::int64_t& k, const std::string& v) { disk_->data[k] = v; }
     bool erase(const std::int64_t& k) { return disk_->data.erase(k) != 0; }
+    bool empty() const noexcept { return disk_->data.empty(); }  // lets restore tell it holds data
 
 private:
     std::shared_ptr<disk> disk_;
@@ -295,4 +296,38 @@ TEST_CASE("a checkpoint past the changelog's end stops the restore with an error
     }
     // The checkpoint still names what was lost.
     CHECK(strata::checkpoint_file(checkpoint).load("persistent") == strata::offset_t{2});
+}
+
+TEST_CASE("restore from offset 0 into a store that already holds data is refused and changes nothing",
+          "[logged][restore]") {
+    strata::memory_log log;
+    {
+        auto s = store_t("s") | strata::logged(log);
+        s.put(1, "one");
+        s.flush();
+    }
+    SECTION("an in-memory store with data of its own") {
+        store_t filled("s");
+        filled.put(7, "seven");  // state the changelog does not describe
+        auto s = std::move(filled) | strata::logged(log);
+        CHECK_THROWS_WITH(s.restore(), Catch::Contains("store 's'") && Catch::Contains("already holds data") &&
+                                           Catch::Contains("it keeps no checkpoint") &&
+                                           Catch::Contains("Nothing was restored"));
+        CHECK(s.get(7) == "seven");
+        CHECK_FALSE(s.get(1).has_value());
+    }
+    SECTION("a persistent store with data but no checkpoint entry") {
+        test_support::temp_dir dir;
+        auto disk = std::make_shared<persistent_store::disk>();
+        disk->data[9] = "nine";
+        auto s = persistent_store(disk) | strata::logged(log, {.checkpoint = dir.path() / "checkpoint"});
+        CHECK_THROWS_WITH(s.restore(), Catch::Contains("the checkpoint " + (dir.path() / "checkpoint").string() +
+                                                       " names no offset"));
+        CHECK(disk->data.size() == 1);
+    }
+    SECTION("an empty store restores") {
+        auto s = store_t("s") | strata::logged(log);
+        CHECK(s.restore().records_done == 1);
+        CHECK(s.get(1) == "one");
+    }
 }

@@ -51,29 +51,36 @@ void run_table_history(S& s, table_model& m, std::uint64_t seed, int steps, Flus
             case 3: {
                 employee e{id(rng), "emp" + std::to_string(i), d, 1000 + amount(rng)};
                 m[e.id] = e;
-                s.apply(insert_row{e});
+                REQUIRE(s.apply(insert_row{e}) == 1);
                 break;
             }
             case 4:
             case 5: {  // UPDATE employees SET salary = salary + r WHERE department = d
                 const std::int64_t raise = amount(rng);
+                std::size_t rows = 0;
                 for (auto& [k, e] : m)
-                    if (e.department == d) e.salary += raise;
-                s.apply(update_where{where{.department = d}, [raise](employee& e) { e.salary += raise; }});
+                    if (e.department == d) e.salary += raise, ++rows;
+                // The store's result comes back through every layer.
+                REQUIRE(s.apply(update_where{where{.department = d}, [raise](employee& e) { e.salary += raise; }}) ==
+                        rows);
                 break;
             }
             case 6: {  // UPDATE ... SET department = d WHERE salary > limit (moves rows between index keys)
                 const std::int64_t limit = 1000 + amount(rng);
+                std::size_t rows = 0;
                 for (auto& [k, e] : m)
-                    if (e.salary > limit) e.department = d;
-                s.apply(update_where{where{.predicate = [limit](const employee& e) { return e.salary > limit; }},
-                                     [d](employee& e) { e.department = d; }});
+                    if (e.salary > limit) e.department = d, ++rows;
+                REQUIRE(s.apply(update_where{where{.predicate = [limit](const employee& e) { return e.salary > limit; }},
+                                             [d](employee& e) { e.department = d; }}) == rows);
                 break;
             }
             case 7: {  // DELETE FROM employees WHERE department = d AND salary < limit
                 const std::int64_t limit = 1000 + amount(rng);
-                std::erase_if(m, [&](const auto& kv) { return kv.second.department == d && kv.second.salary < limit; });
-                s.apply(delete_where{where{.department = d, .predicate = [limit](const employee& e) { return e.salary < limit; }}});
+                const std::size_t rows = std::erase_if(
+                    m, [&](const auto& kv) { return kv.second.department == d && kv.second.salary < limit; });
+                REQUIRE(s.apply(delete_where{where{.department = d,
+                                                   .predicate = [limit](const employee& e) { return e.salary < limit; }}}) ==
+                        rows);
                 break;
             }
             case 8:
@@ -84,8 +91,7 @@ void run_table_history(S& s, table_model& m, std::uint64_t seed, int steps, Flus
                 break;
             default: {  // DELETE one row by key
                 const std::int64_t k = id(rng);
-                m.erase(k);
-                s.apply(delete_where{where{.id = k}});
+                REQUIRE(s.apply(delete_where{where{.id = k}}) == m.erase(k));
             }
         }
     }

@@ -60,13 +60,15 @@ class off_by_one_table : public employee_table {
 public:
     using employee_table::apply;
     using employee_table::employee_table;
-    void apply(const update_where& u) {
-        for (std::int64_t id : select_ids(u.filter)) {
+    std::size_t apply(const update_where& u) {
+        const std::vector<std::int64_t> ids = select_ids(u.filter);
+        for (std::int64_t id : ids) {
             employee changed = *find(id);
             u.set(changed);
             changed.salary += 1;  // an off-by-one in the update path
             upsert(std::move(changed));
         }
+        return ids.size();
     }
 };
 

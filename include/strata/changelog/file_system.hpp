@@ -27,6 +27,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 namespace strata {
 
@@ -155,18 +156,42 @@ struct posix_file_system {
         detail::sync_directory<changelog_error>(dir);
     }
     /// @brief Takes an exclusive lock on `p` (created if needed), held
-    /// while the returned file is open.
+    /// while the returned file is open. The holder writes its process id
+    /// and the time into the file, so that a refused opener can say who
+    /// holds the directory.
     /// @throws changelog_error the lock is held by another open log
     [[nodiscard]] file lock(const std::filesystem::path& p) const {
         file fd = detail::open_file<changelog_error>(p, O_RDWR | O_CREAT);
         if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-            if (errno == EWOULDBLOCK)
-                throw changelog_error("strata: file_log in " + p.parent_path().string() +
-                                      " is already open elsewhere");
+            if (errno == EWOULDBLOCK) throw changelog_error(lock_refusal(p, fd));
             detail::throw_errno<changelog_error>("flock", p, errno);
         }
+        // Best effort: the note only improves a later error message.
+        const std::string note = "pid " + std::to_string(::getpid()) + ", opened " + detail::utc_now_text() + "\n";
+        if (::ftruncate(fd.get(), 0) == 0) (void)!::pwrite(fd.get(), note.data(), note.size(), 0);
         return fd;
     }
+
+private:
+    /// Why the lock on `p` is refused, naming the holder from its note.
+    static std::string lock_refusal(const std::filesystem::path& p, const file& fd) {
+        std::string note(128, '\0');
+        const ssize_t n = ::pread(fd.get(), note.data(), note.size(), 0);
+        note.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+        if (const auto end = note.find('\n'); end != std::string::npos) note.resize(end);
+        std::string msg = "strata: file_log in " + p.parent_path().string() + " is already open elsewhere";
+        const std::string self = "pid " + std::to_string(::getpid()) + ",";
+        if (note.starts_with(self)) {
+            msg += ": by another strata::file_log object in this process (" + note +
+                   "). A directory is one log: give that object to every user (logged(log) keeps a reference), "
+                   "or destroy it before opening the directory again";
+        } else if (!note.empty()) {
+            msg += ": by another process (" + note + ")";
+        }
+        return msg;
+    }
+
+public:
 };
 
 static_assert(file_system<posix_file_system>);

@@ -105,6 +105,23 @@ template <class S>
     else return false;
 }
 
+/// @brief Whether a store holds any state, when it can tell: from a member
+/// `empty()` or `size()`, else from whether `all()` yields anything;
+/// std::nullopt for a store that offers none of them.
+template <class S>
+[[nodiscard]] std::optional<bool> holds_state(const S& s) {
+    if constexpr (requires { { s.empty() } -> std::convertible_to<bool>; }) {
+        return !static_cast<bool>(s.empty());
+    } else if constexpr (requires { { s.size() } -> std::convertible_to<std::size_t>; }) {
+        return static_cast<std::size_t>(s.size()) != 0;
+    } else if constexpr (requires { s.all(); }) {
+        auto&& all = s.all();
+        return std::ranges::begin(all) != std::ranges::end(all);
+    } else {
+        return std::nullopt;
+    }
+}
+
 // -------------------------------------------------------------- updates --
 
 /// @brief The update `put(key, value)`, for kv stores driven by `apply`.
@@ -207,11 +224,16 @@ concept has_write_value =
     };
 template <class C, class S>
 concept has_restore = requires(const C& c, S& s, const record_view& r) { c.restore(s, r); };
+template <class R, class K>
+concept range_of_keys = std::ranges::input_range<R> && std::convertible_to<std::ranges::range_reference_t<R>, const K&>;
+/// apply_observed returns the touched keys, or {touched, result} when the
+/// update has a result to hand back (observed_update).
 template <class C, class S, class U>
 concept has_apply_observed = requires(const C& c, S& s, const U& u) {
-    { c.apply_observed(s, u) } -> std::ranges::input_range;
-    requires std::convertible_to<std::ranges::range_reference_t<decltype(c.apply_observed(s, u))>,
-                                 const typename C::key_type&>;
+    requires range_of_keys<decltype(c.apply_observed(s, u)), typename C::key_type> || requires {
+        requires range_of_keys<decltype(c.apply_observed(s, u).touched), typename C::key_type>;
+        c.apply_observed(s, u).result;
+    };
 };
 }  // namespace detail
 
@@ -237,11 +259,21 @@ concept changelog_codec = std::is_object_v<C> && requires { typename C::key_type
 template <class C, class S, class U>
 concept changelog_codec_for = changelog_codec<C, S> && detail::has_touched<C, S, U>;
 
+/// @brief What an observing codec's apply_observed returns for an update
+/// whose apply has a result: the keys it touched, and that result, which
+/// the logged layer's apply hands back.
+template <class Keys, class Result>
+struct observed_update {
+    Keys touched;
+    Result result;
+};
+
 /// @brief C learns which units an update of type U touches while it is
 /// applied, for stores whose engine reports what changed (SQLite's session
 /// extension) rather than codecs that can tell beforehand:
 /// `c.apply_observed(s, u)` applies u to s and returns a range of the keys
-/// it touched. If it throws, u must have left s unchanged.
+/// it touched, or, when the store's apply has a result to hand back, an
+/// `observed_update{keys, result}`. If it throws, u must have left s unchanged.
 ///
 /// The logged layer uses `touched` when a codec has both; each form costs
 /// only its own calls.

@@ -10,6 +10,8 @@
 #include <strata/decorators/layer.hpp>
 #include <strata/restore/restore.hpp>
 
+#include <boost/intrusive/list.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -72,6 +74,10 @@ template <class S, class U>
 concept is_kv_put = kv_store<S> && std::is_same_v<U, put_op<typename S::key_type, typename S::mapped_type>>;
 template <class S, class U>
 concept is_kv_erase = kv_store<S> && std::is_same_v<U, erase_op<typename S::key_type>>;
+/// A kv put or erase whose apply returns nothing: the cache's own put or erase.
+template <class S, class U>
+concept plain_kv_update = (is_kv_put<S, U> || is_kv_erase<S, U>) &&
+                          std::is_void_v<decltype(std::declval<S&>().apply(std::declval<const U&>()))>;
 
 /// The cached value of a kv entry; nothing for other stores, whose cache
 /// entries only mark keys dirty.
@@ -107,19 +113,14 @@ public:
     static constexpr layer_kind kind = layer_kind::cached;
     using cache_key_type = typename decltype(detail::cache_key_of<Inner>())::type;
 
-    static_assert(logs || is_kv,
-                  "strata::cached: over a store that is not key-value, the cache coalesces changelog "
-                  "records and needs logged(...) beneath it: `store | logged(log) | cached(opts)`");
-
     cached_store(Inner inner, cache_options opts)
         : inner_(std::move(inner)), opts_(opts),
           caches_reads_(opts.reads == read_caching::on ||
                         (opts.reads == read_caching::automatic && is_persistent(inner_))) {}
     cached_store(cached_store&& o) noexcept
         : inner_(std::move(o.inner_)), opts_(o.opts_), caches_reads_(o.caches_reads_), stats_(o.stats_),
-          entries_(std::move(o.entries_)), lru_(o.lru_), dirty_(o.dirty_) {
+          entries_(std::move(o.entries_)), lru_(std::move(o.lru_)), dirty_(std::move(o.dirty_)) {
         // The lists point into the map's nodes, which moving the map keeps.
-        o.lru_ = o.dirty_ = list_head{};
         o.stats_ = {};
     }
     cached_store(const cached_store&) = delete;
@@ -127,14 +128,16 @@ public:
     cached_store& operator=(cached_store&&) = delete;
 
     // ---- updates
+    /// @returns what the store's apply(u) returns
     template <class U>
-    void apply(const U& u) {
-        if constexpr (detail::is_kv_put<Inner, U>) {
-            put(u.key, u.value);
-        } else if constexpr (detail::is_kv_erase<Inner, U>) {
-            erase(u.key);
+    decltype(auto) apply(const U& u) {
+        if constexpr (!store_for<Inner, const U&>) {
+            static_assert(store_for<Inner, const U&>, "strata::cached: the store has no apply() for this update type");
+        } else if constexpr (detail::plain_kv_update<Inner, U>) {
+            if constexpr (detail::is_kv_put<Inner, U>) put(u.key, u.value);
+            else erase(u.key);
         } else if constexpr (logs) {
-            inner_.apply_unlogged(u, [this](const cache_key_type& k) {
+            return inner_.apply_unlogged(u, [this](const cache_key_type& k) {
                 entry& e = upsert(k);
                 forget_value(e);  // u changed k in ways only the store knows
                 mark_dirty(e);
@@ -143,8 +146,7 @@ public:
         } else {
             // No changelog below and no way to know the keys u touches: the
             // only safe cache is an empty one.
-            inner_.apply(u);
-            clear_cache();
+            return detail::invoke_then([&]() -> decltype(auto) { return inner_.apply(u); }, [&] { clear_cache(); });
         }
     }
 
@@ -206,9 +208,10 @@ public:
     /// only the units changed since the last one.
     auto flush() {
         if constexpr (logs) {
-            while (entry* e = dirty_.back()) {
-                write_record(*e);
-                clear_dirty(*e);
+            while (!dirty_.empty()) {
+                entry& e = dirty_.back();
+                write_record(e);
+                clear_dirty(e);
                 ++stats_.flushed_records;
             }
             // Entries that do not answer reads were all dirty, and are all
@@ -234,7 +237,7 @@ public:
     }
     /// @brief stats().hits without copying the rest of the stats.
     [[nodiscard]] std::uint64_t hits() const noexcept { return stats_.hits; }
-    [[nodiscard]] std::size_t dirty_count() const noexcept { return dirty_.size; }
+    [[nodiscard]] std::size_t dirty_count() const noexcept { return dirty_.size(); }
     [[nodiscard]] const cache_options& options() const noexcept { return opts_; }
     /// @brief Whether get() is answered from the cache (see read_caching).
     [[nodiscard]] bool caches_reads() const noexcept { return caches_reads_; }
@@ -244,59 +247,31 @@ public:
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
 
 private:
-    struct entry;
-    /// An intrusive doubly linked list through the map's nodes: the LRU
-    /// order and the dirty set cost no allocation of their own.
-    struct list_head {
-        entry* first = nullptr;
-        entry* last = nullptr;
-        std::size_t size = 0;
-        entry* back() const noexcept { return last; }
-    };
-    struct links {
-        entry* prev = nullptr;
-        entry* next = nullptr;
-    };
+    // The LRU order and the dirty set are intrusive lists through the map's
+    // nodes: no allocation of their own, O(1) to touch, unlink or pop.
+    // The LRU hook is linked exactly while the entry is in the map, so it
+    // needs no checks; the dirty hook is a safe one, whose is_linked() is
+    // the entry's dirty flag.
+    using lru_hook_type = boost::intrusive::list_member_hook<>;
+    using dirty_hook_type =
+        boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
     struct entry {
         const cache_key_type* key = nullptr;
-        links lru;
-        links dirty;
-        bool is_dirty = false;
+        lru_hook_type lru_hook;
+        dirty_hook_type dirty_hook;
         std::size_t bytes = 0;
         detail::cached_value<Inner> cached;
-    };
 
-    template <links entry::*L>
-    struct list : list_head {
-        void push_front(entry* e) noexcept {
-            (e->*L).prev = nullptr;
-            (e->*L).next = this->first;
-            if (this->first) (this->first->*L).prev = e;
-            this->first = e;
-            if (!this->last) this->last = e;
-            ++this->size;
-        }
-        void unlink(entry* e) noexcept {
-            auto& l = e->*L;
-            (l.prev ? (l.prev->*L).next : this->first) = l.next;
-            (l.next ? (l.next->*L).prev : this->last) = l.prev;
-            l = links{};
-            --this->size;
-        }
-        void move_to_front(entry* e) noexcept {
-            if (this->first == e) return;
-            unlink(e);
-            push_front(e);
-        }
-        list& operator=(const list_head& h) noexcept {
-            static_cast<list_head&>(*this) = h;
-            return *this;
-        }
-        list() = default;
-        list(const list&) = default;
+        [[nodiscard]] bool is_dirty() const noexcept { return dirty_hook.is_linked(); }
     };
+    template <class Hook, Hook entry::*Member, bool Sized>
+    using list_through = boost::intrusive::list<entry, boost::intrusive::member_hook<entry, Hook, Member>,
+                                                boost::intrusive::constant_time_size<Sized>>;
+    using lru_list = list_through<lru_hook_type, &entry::lru_hook, false>;      // most recent first
+    using dirty_list = list_through<dirty_hook_type, &entry::dirty_hook, true>;  // sized: dirty_count()
 
-    // Bookkeeping per entry beyond key and value: the hash node and links.
+    // Bookkeeping per entry beyond key and value: the entry, list hooks
+    // included, and the hash node's words (next pointer, hash, bucket).
     static constexpr std::size_t entry_overhead = sizeof(entry) + 3 * sizeof(void*);
 
     entry& upsert(const cache_key_type& k) const {
@@ -306,9 +281,9 @@ private:
             e.key = &it->first;
             e.bytes = entry_overhead + memory_size(k);
             stats_.bytes += e.bytes;
-            lru_.push_front(&e);
+            lru_.push_front(e);
         } else {
-            lru_.move_to_front(&e);
+            lru_.splice(lru_.begin(), lru_, lru_.iterator_to(e));  // a no-op when e is first
         }
         return e;
     }
@@ -348,34 +323,28 @@ private:
     }
 
     void mark_dirty(entry& e) const {
-        if (!e.is_dirty) {
-            e.is_dirty = true;
-            dirty_.push_front(&e);
-        }
+        if (!e.is_dirty()) dirty_.push_front(e);
     }
-    void clear_dirty(entry& e) const {
-        e.is_dirty = false;
-        dirty_.unlink(&e);
-    }
+    void clear_dirty(entry& e) const { dirty_.erase(dirty_.iterator_to(e)); }
 
     /// Evicts least recently used entries until the cache fits, never the
     /// entry just touched. An evicted dirty entry writes its record first:
     /// eviction may delay a record, never lose it.
     void evict_beyond_bound(const entry* keep) const {
-        while (stats_.bytes > opts_.max_bytes && lru_.last && lru_.last != keep) {
-            entry* victim = lru_.last;
-            if (victim->is_dirty) {
-                if constexpr (logs) write_record(*victim);
-                clear_dirty(*victim);
+        while (stats_.bytes > opts_.max_bytes && !lru_.empty() && &lru_.back() != keep) {
+            entry& victim = lru_.back();
+            if (victim.is_dirty()) {
+                if constexpr (logs) write_record(victim);
+                clear_dirty(victim);
                 ++stats_.dirty_evictions;
             }
             ++stats_.evictions;
-            drop(*victim);
+            drop(victim);
         }
     }
 
     void drop(entry& e) const {
-        lru_.unlink(&e);
+        lru_.erase(lru_.iterator_to(e));
         stats_.bytes -= e.bytes;
         entries_.erase(*e.key);
     }
@@ -387,9 +356,9 @@ private:
     [[nodiscard]] bool keeps_entries() const noexcept { return logs || caches_reads_; }
 
     void clear_cache() {
+        dirty_.clear();  // unlinks every entry before the map frees it
+        lru_.clear();
         entries_.clear();
-        lru_ = list_head{};
-        dirty_ = list_head{};
         stats_.bytes = 0;
     }
 
@@ -400,8 +369,9 @@ private:
     bool caches_reads_;
     mutable cache_stats stats_;
     mutable std::unordered_map<cache_key_type, entry, default_hash_t<cache_key_type>> entries_;
-    mutable list<&entry::lru> lru_;
-    mutable list<&entry::dirty> dirty_;
+    // After entries_, so destroyed before it: no entry is freed while linked.
+    mutable lru_list lru_;
+    mutable dirty_list dirty_;
 };
 
 /// @brief The closure that `cached(options)` returns.
@@ -413,7 +383,12 @@ public:
     template <class S>
     auto wrap(S&& s) const {
         using store = std::remove_cvref_t<S>;
-        return cached_store<store>(store(std::forward<S>(s)), opts_);
+        constexpr bool fits = kv_store<store> || detail::logged_beneath<store>;
+        static_assert(fits,
+                      "strata::cached: over a store that is not key-value, the cache coalesces changelog "
+                      "records and needs logged(...) beneath it: `store | logged(log) | cached(opts)`");
+        if constexpr (fits) return cached_store<store>(store(std::forward<S>(s)), opts_);
+        else return detail::rejected_stack{};
     }
 
 private:

@@ -26,11 +26,6 @@ namespace detail {
 template <class T>
 concept is_closure = std::is_base_of_v<layer_closure<std::remove_cvref_t<T>>, std::remove_cvref_t<T>>;
 
-/// The store a closure turns S into, or `rejected` when the checks fail.
-struct rejected_stack {};
-
-/// Checks that closure C may wrap store S and says, in one static_assert,
-/// what is wrong when it may not. Only the first failed check fires.
 template <class C, class S>
 constexpr bool check_layer_order() {
     using store = std::remove_cvref_t<S>;
@@ -145,3 +140,4 @@ private:
 };
 
 }  // namespace strata
+

@@ -4,6 +4,7 @@
 /// functions that reach through a stack (base, innermost, layer, query).
 
 #include <strata/core/concepts.hpp>
+#include <strata/decorators/detail/rejected.hpp>
 
 #include <type_traits>
 #include <utility>
@@ -94,14 +95,14 @@ template <class S>
 template <class T, class S>
 [[nodiscard]] constexpr auto& layer(S& s) noexcept {
     using self = std::remove_const_t<S>;
-    if constexpr (std::is_same_v<T, self>) {
+    if constexpr (std::is_same_v<T, self> || std::is_same_v<self, detail::rejected_stack>) {
         return s;
     } else if constexpr (decorator<self> && detail::has_type_in_stack<T, self>()) {
         return layer<T>(s.base());
     } else {
         static_assert(detail::always_false<T>,
                       "strata::layer<T>(store): no layer of type T in this store stack");
-        return s;
+        return detail::rejected_layer();  // absorbs what the caller does next
     }
 }
 
@@ -110,14 +111,14 @@ template <class T, class S>
 template <template <class...> class T, class S>
 [[nodiscard]] constexpr auto& layer(S& s) noexcept {
     using self = std::remove_const_t<S>;
-    if constexpr (detail::is_instance_of<T, self>::value) {
+    if constexpr (detail::is_instance_of<T, self>::value || std::is_same_v<self, detail::rejected_stack>) {
         return s;
     } else if constexpr (decorator<self> && detail::has_template_in_stack<T, self>()) {
         return layer<T>(s.base());
     } else {
         static_assert(detail::always_false<S>,
                       "strata::layer<T>(store): this store stack has no such layer");
-        return s;
+        return detail::rejected_layer();  // absorbs what the caller does next
     }
 }
 
@@ -131,8 +132,28 @@ template <class S, class F>
 decltype(auto) query(const S& s, F&& f) {
     return std::forward<F>(f)(innermost(s));
 }
+/// A stack a static_assert rejected answers nothing, without a second error.
+template <class F>
+constexpr detail::absorbed query(const detail::rejected_stack&, F&&) noexcept {
+    return {};
+}
 
 namespace detail {
+/// Calls f, then after(), and returns what f returned (a decorated apply
+/// hands back the store's result once its own work after the update is done).
+template <class F, class After>
+std::invoke_result_t<F> invoke_then(F&& f, After&& after) {
+    using result = std::invoke_result_t<F>;
+    if constexpr (std::is_void_v<result>) {
+        std::forward<F>(f)();
+        std::forward<After>(after)();
+    } else {
+        result r = std::forward<F>(f)();
+        std::forward<After>(after)();
+        return static_cast<result>(r);
+    }
+}
+
 /// @brief What every decorator forwards unchanged to the store it wraps:
 /// its name, close(), persistent(), query(). Derived provides base().
 template <class Derived, class Inner>

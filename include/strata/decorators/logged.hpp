@@ -92,30 +92,36 @@ public:
     /// @brief Applies u to the inner store and logs every unit it touched.
     /// The touched keys are taken before u is applied, so a delete logs the
     /// rows it removes; an observing codec reports them as u is applied.
+    /// @returns what the inner store's apply(u) returns (through an
+    ///          observing codec: the `result` its apply_observed reports)
     template <class U>
-    void apply(const U& u) {
-        apply_unlogged(u, [this](const log_key_type& k) { log_key(k); });
+    decltype(auto) apply(const U& u) {
+        return apply_unlogged(u, [this](const log_key_type& k) { log_key(k); });
     }
 
     /// @brief Applies u without writing records, handing each touched key to
     /// `on_touched`. The cache uses it to write each key once per flush.
     template <class U, class OnTouched>
-    void apply_unlogged(const U& u, OnTouched&& on_touched) {
-        static_assert(store_for<Inner, const U&>,
-                      "strata::logged: the inner store has no apply() for this update type");
-        static_assert(changelog_codec_for<Codec, Inner, U> || observing_codec_for<Codec, Inner, U>,
-                      "strata::logged: the codec cannot say which keys this update touches; give it "
-                      "a member `touched(const Store&, const Update&)` returning a range of keys (or "
-                      "`apply_observed(Store&, const Update&)`, which applies it and returns them)");
-        refuse_if_failed("update");
-        if constexpr (changelog_codec_for<Codec, Inner, U>) {
+    decltype(auto) apply_unlogged(const U& u, OnTouched&& on_touched) {
+        if constexpr (!accepts<U>()) {
+            // accepts() said why, once per update type
+        } else if constexpr (changelog_codec_for<Codec, Inner, U>) {
+            refuse_if_failed("update");
             // Keys first: an update may remove what it touches.
             auto&& keys = codec_.touched(std::as_const(inner_), u);
-            inner_.apply(u);
-            for (const log_key_type& k : keys) on_touched(k);
+            return detail::invoke_then([&]() -> decltype(auto) { return inner_.apply(u); },
+                                       [&] {
+                                           for (const log_key_type& k : keys) on_touched(k);
+                                       });
         } else {
-            auto&& keys = codec_.apply_observed(inner_, u);
-            for (const log_key_type& k : keys) on_touched(k);
+            refuse_if_failed("update");
+            auto&& observed = codec_.apply_observed(inner_, u);
+            if constexpr (requires { observed.touched; observed.result; }) {
+                for (const log_key_type& k : observed.touched) on_touched(k);
+                return std::remove_cvref_t<decltype(observed.result)>(std::move(observed.result));
+            } else {
+                for (const log_key_type& k : observed) on_touched(k);
+            }
         }
     }
 
@@ -226,7 +232,11 @@ public:
 
     /// @brief Rebuilds the inner store from the changelog: from the offset a
     /// self_checkpointing_store committed, or from the checkpoint when the
-    /// store is persistent and one exists, else from offset 0.
+    /// store is persistent and one exists, else from offset 0, into a store
+    /// that must then be empty.
+    /// @throws restore_error the store holds data and nothing names the
+    ///         offset it holds (see holds_state()); a checkpoint names an
+    ///         offset past the changelog's end; a record does not restore
     template <restore_listener Listener = null_restore_listener>
     restore_progress restore(Listener&& listener = {}) {
         offset_t from = 0;
@@ -237,6 +247,18 @@ public:
         } else if (opts_.checkpoint && is_persistent(inner_)) {
             from = checkpoint_file(*opts_.checkpoint).load(this->name(), opts_.partition).value_or(0);
             where = "the checkpoint " + opts_.checkpoint->string();
+        }
+        if (from == 0 && holds_state(std::as_const(inner_)).value_or(false)) {
+            // Replaying offset 0 over state the changelog does not describe
+            // would mix the two, and a later flush would report the mix durable.
+            throw restore_error(this->name(), 0,
+                                "the store already holds data, and " +
+                                    (where.empty() ? std::string("it keeps no checkpoint (it is not persistent, or "
+                                                                 "no checkpoint file is configured)")
+                                                   : where + " names no offset") +
+                                    ", so nothing says which changelog records that data came from. Restore into "
+                                    "an empty store (a new one, or one you cleared), or keep a checkpoint for a "
+                                    "persistent store. Nothing was restored");
         }
         // A checkpoint past the changelog's end means records the store was
         // told were durable are gone (or the checkpoint belongs to another
@@ -266,6 +288,26 @@ public:
 
 private:
     auto& log() noexcept { return log_.get(); }
+
+    /// Whether updates of type U can be applied and logged; if not, one
+    /// static_assert says why (a function of U alone, so it fires once
+    /// however many callers instantiate apply_unlogged).
+    template <class U>
+    static constexpr bool accepts() {
+        if constexpr (!store_for<Inner, const U&>) {
+            static_assert(store_for<Inner, const U&>,
+                          "strata::logged: the store has no apply() for this update type");
+            return false;
+        } else if constexpr (!changelog_codec_for<Codec, Inner, U> && !observing_codec_for<Codec, Inner, U>) {
+            static_assert(changelog_codec_for<Codec, Inner, U> || observing_codec_for<Codec, Inner, U>,
+                          "strata::logged: the codec cannot say which keys this update touches; give it "
+                          "a member `touched(const Store&, const Update&)` returning a range of keys (or "
+                          "`apply_observed(Store&, const Update&)`, which applies it and returns them)");
+            return false;
+        } else {
+            return true;
+        }
+    }
 
     /// Appends one record: k's key, and the value write_value appends (or a
     /// tombstone when it returns false).
@@ -317,6 +359,36 @@ private:
 namespace detail {
 /// Stands for "the store's default codec" until the store type is known.
 struct use_default_codec {};
+
+/// Whether Codec is a changelog_codec for Store; if not, one static_assert
+/// names the first member it lacks (the compiler's context names both types).
+template <class Codec, class Store>
+constexpr bool check_codec() {
+    if constexpr (!requires { typename Codec::key_type; }) {
+        static_assert(requires { typename Codec::key_type; },
+                      "strata::logged: the codec is missing `using key_type = ...;`, the key of one unit "
+                      "of the store's state (see strata::changelog_codec)");
+        return false;
+    } else if constexpr (!has_write_key<Codec>) {
+        static_assert(has_write_key<Codec>,
+                      "strata::logged: the codec is missing write_key(const key_type&, byte_buffer&) const, "
+                      "which writes a unit's record key (see strata::changelog_codec)");
+        return false;
+    } else if constexpr (!has_write_value<Codec, Store>) {
+        static_assert(has_write_value<Codec, Store>,
+                      "strata::logged: the codec is missing write_value(const Store&, const key_type&, "
+                      "byte_buffer&) const -> bool for this store type (is it the codec of another store?), "
+                      "which writes a unit's current state (see strata::changelog_codec)");
+        return false;
+    } else if constexpr (!has_restore<Codec, Store>) {
+        static_assert(has_restore<Codec, Store>,
+                      "strata::logged: the codec is missing restore(Store&, record_view) const for this "
+                      "store type, which re-creates a unit from its record (see strata::changelog_codec)");
+        return false;
+    } else {
+        return true;
+    }
+}
 }  // namespace detail
 
 /// @brief The closure that `logged(log[, codec][, options])` returns.
@@ -342,7 +414,9 @@ private:
     template <class S, class H, class C>
     static auto build(S&& s, H&& log, C&& codec, logged_options opts) {
         using store = std::remove_cvref_t<S>;
-        if constexpr (std::is_same_v<CodecArg, detail::use_default_codec>) {
+        if constexpr (!changelog<std::remove_cvref_t<LogArg>>) {
+            return detail::rejected_stack{};  // logged(log) already said why
+        } else if constexpr (std::is_same_v<CodecArg, detail::use_default_codec>) {
             static_assert(has_default_codec_v<store>,
                           "strata::logged: no changelog codec for this store. Pass one, "
                           "`logged(log, my_codec{})`, or declare `using codec_type = my_codec;` "
@@ -350,6 +424,8 @@ private:
             if constexpr (has_default_codec_v<store>)
                 return finish<store>(std::forward<S>(s), std::forward<H>(log), default_codec_t<store>{},
                                      std::move(opts));
+            else
+                return detail::rejected_stack{};
         } else {
             return finish<store>(std::forward<S>(s), std::forward<H>(log), std::forward<C>(codec),
                                  std::move(opts));
@@ -358,13 +434,12 @@ private:
     template <class Store, class S, class H, class C>
     static auto finish(S&& s, H&& log, C&& codec, logged_options opts) {
         using codec_t = std::remove_cvref_t<C>;
-        static_assert(changelog_codec<codec_t, Store>,
-                      "strata::logged: the codec does not fit this store. A codec needs `key_type`, "
-                      "`write_key(key, out)`, `write_value(const Store&, key, out) -> bool` and "
-                      "`restore(Store&, record_view)` (see strata::changelog_codec)");
-        return logged_store<Store, detail::held_for<LogArg>, codec_t>(
-            Store(std::forward<S>(s)), detail::held_for<LogArg>(std::forward<H>(log)),
-            std::forward<C>(codec), std::move(opts));
+        if constexpr (detail::check_codec<codec_t, Store>())
+            return logged_store<Store, detail::held_for<LogArg>, codec_t>(
+                Store(std::forward<S>(s)), detail::held_for<LogArg>(std::forward<H>(log)),
+                std::forward<C>(codec), std::move(opts));
+        else
+            return detail::rejected_stack{};
     }
 
     detail::held_for<LogArg> log_;

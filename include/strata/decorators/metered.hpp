@@ -65,9 +65,13 @@ public:
             throw usage_error("strata::metered: time_one_in must be at least 1 (1 times every operation)");
     }
 
+    /// @returns what the store's apply(u) returns
     template <class U>
-    void apply(const U& u) {
-        observed(m_.apply, [&] { inner_.apply(u); });
+    decltype(auto) apply(const U& u) {
+        if constexpr (!store_for<Inner, const U&>)
+            static_assert(store_for<Inner, const U&>, "strata::metered: the store has no apply() for this update type");
+        else
+            return observed(m_.apply, [&]() -> decltype(auto) { return inner_.apply(u); });
     }
 
     template <class S = Inner>

@@ -73,12 +73,12 @@ struct gateway_options {
 /// @brief What a request asks besides its key, from its query parameters
 /// and headers.
 struct request_options {
-    runtime::read_options read;
+    runtime::read_options read{};
     /// The request came from another instance's gateway: it is answered here
     /// or refused with the reason, never forwarded again (so a stale view of
     /// the assignment cannot bounce it between instances).
     bool forwarded = false;
-    std::string authorization;  ///< the Authorization header, passed on when forwarding
+    std::string authorization{};  ///< the Authorization header, passed on when forwarding
 
     /// @throws bad_request a parameter that does not parse
     static request_options from(const httplib::Request& req, const gateway_options& o) {

@@ -30,14 +30,14 @@ namespace strata::kafka {
 
 /// @brief How a changelog topic is created, and what is checked when it exists.
 struct topic_options {
-    std::string bootstrap_servers;         ///< e.g. "127.0.0.1:9092"
+    std::string bootstrap_servers{};       ///< e.g. "127.0.0.1:9092"
     std::int32_t partitions = 1;           ///< one per input partition
     std::int16_t replication_factor = 1;   ///< 3 in production; 1 for a single test broker
     /// Topic configs added at creation, e.g. {"segment.ms", "100"}; cleanup.policy
     /// is `compact` unless given here.
-    settings topic_configs;
+    settings topic_configs{};
     /// librdkafka settings of the admin client (security, timeouts).
-    settings client_settings;
+    settings client_settings{};
     std::chrono::milliseconds timeout{30'000};  ///< for each admin request
     /// Refuse an existing topic whose cleanup.policy is not `compact`. Records
     /// carry the current state of a key, so only compaction (never time or

@@ -27,15 +27,15 @@ namespace strata::kafka {
 
 /// @brief Where a `kafka_changelog` writes and how.
 struct kafka_changelog_options {
-    std::string bootstrap_servers;  ///< e.g. "127.0.0.1:9092"
-    std::string topic;              ///< see changelog_topic_name() and ensure_topic()
+    std::string bootstrap_servers{};  ///< e.g. "127.0.0.1:9092"
+    std::string topic{};              ///< see changelog_topic_name() and ensure_topic()
     std::int32_t partition = 0;     ///< the partition this store instance owns
     /// librdkafka settings of the producer, passed through: batching
     /// (`linger.ms`, `batch.size`), `compression.type`, `message.timeout.ms`
     /// (how long a record may wait for a broker before flush() fails), ...
-    settings producer_settings;
+    settings producer_settings{};
     /// librdkafka settings of the consumers that replay and query offsets.
-    settings consumer_settings;
+    settings consumer_settings{};
     /// Bound on reaching the cluster at construction: a wrong address or a
     /// missing topic fails within it.
     std::chrono::milliseconds connect_timeout{10'000};

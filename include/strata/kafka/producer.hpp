@@ -42,15 +42,15 @@ struct delivery_tracker {
 
 /// @brief Options of a producer.
 struct producer_options {
-    std::string bootstrap_servers;
+    std::string bootstrap_servers{};
     /// Set for exactly-once: the producer then writes only inside
     /// transactions (see transaction.hpp). Keep it stable across restarts of
     /// the same task, so a restarted task fences its predecessor.
-    std::optional<std::string> transactional_id;
+    std::optional<std::string> transactional_id{};
     /// librdkafka settings passed through (`linger.ms`, `batch.size`,
     /// `compression.type`, `message.timeout.ms`, ...). `enable.idempotence`
     /// is always on: a retried batch must never be written twice.
-    settings extra;
+    settings extra{};
 };
 
 /// @brief An idempotent (optionally transactional) librdkafka producer.
@@ -82,7 +82,8 @@ public:
     }
 
     /// @brief Enqueues a copy of one record for `partition` of `topic`;
-    /// `value` empty means a tombstone (a null value). Waits while
+    /// `value` std::nullopt is a tombstone (a null value), while an empty
+    /// value stays an empty, non-null value. Waits while
     /// librdkafka's queue is full.
     /// @throws kafka_error the producer refused the record (fatal error, unknown partition)
     void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,

@@ -38,27 +38,27 @@ enum class bad_record_action {
 struct application_config {
     /// Names the consumer group, the changelog topics
     /// (`<application_id>-<store>-changelog`) and the folder under `state_dir`.
-    std::string application_id;
-    std::string bootstrap_servers;  ///< e.g. "127.0.0.1:9092"
+    std::string application_id{};
+    std::string bootstrap_servers{};  ///< e.g. "127.0.0.1:9092"
     /// Co-partitioned input topics: each must have the same partition count,
     /// and partition p of every one of them belongs to task p. The group
     /// assigns the first topic's partitions; the others follow them.
-    std::vector<std::string> input_topics;
+    std::vector<std::string> input_topics{};
 
     /// Local state of this instance: a folder `<application_id>` in it holds
     /// one folder per task with the checkpoint and the data of persistent
     /// stores. Two running instances must not share it (it is locked).
-    std::filesystem::path state_dir;
+    std::filesystem::path state_dir{};
     /// Names this instance to the group and, under exactly-once, in its
     /// transactional id (`<application_id>-<instance_id>`): an instance
     /// restarted with the same id fences its predecessor at once. Empty: the
     /// host name and the process id.
-    std::string instance_id;
+    std::string instance_id{};
     /// Where this instance answers queries, as `host:port`, announced to the
     /// other instances (application_metadata) so that they can send a query
     /// for a key to the instance that holds it. strata does not listen on it:
     /// the query gateway (or the user's own server) does. Empty: none.
-    std::string endpoint;
+    std::string endpoint{};
 
     processing_guarantee guarantee = processing_guarantee::at_least_once;
     /// How often running tasks commit. Zero: 5 s at-least-once, 100 ms exactly-once.
@@ -92,15 +92,15 @@ struct application_config {
 
     bad_record_action on_bad_record = bad_record_action::fail;
     /// Where `bad_record_action::dead_letter` writes. Empty: `<application_id>-dead-letters`.
-    std::string dead_letter_topic;
+    std::string dead_letter_topic{};
 
     /// Changelog topics are created with one partition per input partition,
     /// compacted, with this replication factor and these extra configs.
     std::int16_t changelog_replication_factor = 1;
-    kafka::settings changelog_topic_configs;
+    kafka::settings changelog_topic_configs{};
 
-    kafka::settings consumer_settings;  ///< librdkafka settings of the group consumer, passed through
-    kafka::settings producer_settings;  ///< librdkafka settings of the instance's producer, passed through
+    kafka::settings consumer_settings{};  ///< librdkafka settings of the group consumer, passed through
+    kafka::settings producer_settings{};  ///< librdkafka settings of the instance's producer, passed through
 
     [[nodiscard]] std::chrono::milliseconds effective_commit_interval() const noexcept {
         if (commit_interval.count() > 0) return commit_interval;

@@ -53,6 +53,8 @@ constexpr bool require_serde() {
                       "strata: no serde for C strings and char arrays: pass a std::string "
                       "(e.g. encode(std::string(\"abc\")))");
         return false;
+    } else if constexpr (hana_struct<T> && !serializable<T>) {
+        return check_hana_fields<T>();  // names the field that has no serde
     } else {
         static_assert(serializable<T>,
                       "strata: no serde for this type: specialize strata::serde<T> (static "

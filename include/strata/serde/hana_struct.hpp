@@ -15,6 +15,9 @@
 #include <strata/serde/length_prefix.hpp>
 
 #include <boost/hana/accessors.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/length.hpp>
+#include <boost/hana/string.hpp>
 #include <boost/hana/concept/struct.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/second.hpp>
@@ -54,6 +57,57 @@ inline constexpr std::size_t hana_min_size =
                                       (min_encoded_size<hana_field_t<T, decltype(accessor)>>() + ... +
                                        std::size_t{0})>{};
     }))::value;
+
+/// A field's name as a template argument, so that the compiler prints it.
+template <std::size_t N>
+struct field_name {
+    char text[N] = {};
+};
+
+template <class HanaString>
+constexpr auto field_name_of() {
+    constexpr const char* text = boost::hana::to<const char*>(HanaString{});
+    constexpr std::size_t size = decltype(boost::hana::length(HanaString{}))::value;
+    field_name<size + 1> name;
+    for (std::size_t i = 0; i < size; ++i) name.text[i] = text[i];
+    return name;
+}
+
+/// Fails with the struct, the field's name and the field's type in the
+/// compiler's "In instantiation of" line.
+template <class Struct, field_name Field, class FieldType>
+constexpr bool no_serde_for_field() {
+    static_assert(serializable<FieldType>,
+                  "strata: a field of a BOOST_HANA_DEFINE_STRUCT type has no serde (Struct, Field and "
+                  "FieldType in the instantiation above name the struct, the field and its type): "
+                  "specialize strata::serde<FieldType> or define FieldType with BOOST_HANA_DEFINE_STRUCT");
+    return false;
+}
+
+/// Every field of the Hana struct T has a serde; if not, one static_assert
+/// per field that lacks one, inside nested structs too.
+template <class T>
+constexpr bool check_hana_fields();
+
+template <class T, class Accessor>
+constexpr bool check_hana_field() {
+    using field = hana_field_t<T, Accessor>;
+    if constexpr (serializable<field>) {
+        return true;
+    } else if constexpr (hana_struct<field>) {
+        return check_hana_fields<field>();  // the field's own field is the one to name
+    } else {
+        using name = std::remove_cvref_t<decltype(boost::hana::first(std::declval<Accessor>()))>;
+        return no_serde_for_field<T, field_name_of<name>(), field>();
+    }
+}
+
+template <class T>
+constexpr bool check_hana_fields() {
+    return decltype(boost::hana::unpack(boost::hana::accessors<T>(), [](auto... accessor) {
+        return std::bool_constant<(check_hana_field<T, decltype(accessor)>() && ...)>{};
+    }))::value;
+}
 
 }  // namespace detail::serdes
 

@@ -249,9 +249,13 @@ public:
 
     /// @brief Runs the update's statements in a savepoint: all of them, or
     /// (when one fails) none.
+    /// @returns the rows its INSERT, UPDATE and DELETE statements changed,
+    ///          as sqlite3_changes() counts them (not those changed by
+    ///          triggers or foreign key actions)
     /// @throws store_error SQLite's message, naming the statement
-    void apply(const sql& u) {
+    std::int64_t apply(const sql& u) {
         run(savepoint_);
+        const sqlite3_int64 before = sqlite3_total_changes64(db());
         try {
             run(u);
             if (!observe_error_.empty()) throw usage_error(observe_error_);
@@ -259,15 +263,18 @@ public:
             sqlite3_exec(db(), "ROLLBACK TO strata_update; RELEASE strata_update", nullptr, nullptr, nullptr);
             throw;
         }
+        const sqlite3_int64 changed = sqlite3_total_changes64(db()) - before;
         run(release_);
+        return changed;
     }
 
     /// @brief Applies u and returns the rows it changed (inserted, updated
     /// or deleted, by cascades and triggers too), each once. SQLite reports
     /// every row change to the preupdate hook, the mechanism its session
     /// extension is built on; the hook records the primary keys of the rows.
-    /// What sqlite_codec::apply_observed calls.
-    std::vector<row_key> apply_observed(const sql& u) {
+    /// What sqlite_codec::apply_observed calls; `result` is what apply(u)
+    /// returns.
+    observed_update<std::vector<row_key>, std::int64_t> apply_observed(const sql& u) {
         observed_.clear();
         observe_error_.clear();
         struct hook_guard {
@@ -278,12 +285,12 @@ public:
             }
         } guard{*this};
         sqlite3_preupdate_hook(db(), &sqlite_store::on_preupdate, this);
-        apply(u);  // rolls u back and throws if the hook could not name a changed row
+        const std::int64_t changed = apply(u);  // rolls u back and throws if the hook could not name a changed row
         std::sort(observed_.begin(), observed_.end(), [](const row_key& a, const row_key& b) {
             return std::tie(a.table, a.primary_key) < std::tie(b.table, b.primary_key);
         });
         observed_.erase(std::unique(observed_.begin(), observed_.end()), observed_.end());
-        return std::move(observed_);
+        return {std::move(observed_), changed};
     }
 
     /// @brief Runs a query and returns its rows.
@@ -604,7 +611,9 @@ public:
         else s.delete_row(k);
     }
     /// @brief The observing form: SQLite reports the rows the update changed.
-    std::vector<row_key> apply_observed(sqlite_store& s, const sql& u) const { return s.apply_observed(u); }
+    observed_update<std::vector<row_key>, std::int64_t> apply_observed(sqlite_store& s, const sql& u) const {
+        return s.apply_observed(u);
+    }
 };
 
 static_assert(observing_codec_for<sqlite_codec, sqlite_store, sql>);

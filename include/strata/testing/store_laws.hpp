@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -46,13 +47,31 @@ struct is_variant : std::false_type {};
 template <class... Ts>
 struct is_variant<std::variant<Ts...>> : std::true_type {};
 
-/// Applies `u` to `s`, visiting it if it is a variant.
+/// Whether every alternative of the variant V gives the same apply result on an S.
+template <class S, class V>
+struct same_results;
+template <class S, class... Alts>
+struct same_results<S, std::variant<Alts...>> {
+    template <class A>
+    using result = decltype(std::declval<S&>().apply(std::declval<const A&>()));
+    using first = result<std::tuple_element_t<0, std::tuple<Alts...>>>;
+    static constexpr bool value = (std::is_same_v<result<Alts>, first> && ...);
+};
+
+/// Applies `u` to `s`, visiting it if it is a variant, and returns what
+/// apply returned: for a variant, only when every alternative's apply
+/// returns the same type (else nothing, and the results go uncompared).
 template <class S, class U>
 decltype(auto) apply_update(S& s, U&& u) {
-    if constexpr (is_variant<std::remove_cvref_t<U>>::value)
+    using plain = std::remove_cvref_t<U>;
+    if constexpr (!is_variant<plain>::value) {
+        return s.apply(std::forward<U>(u));
+    } else if constexpr (same_results<S, plain>::value) {
         return std::visit([&s](auto&& alt) -> decltype(auto) { return s.apply(std::forward<decltype(alt)>(alt)); },
                           std::forward<U>(u));
-    else return s.apply(std::forward<U>(u));
+    } else {
+        std::visit([&s](auto&& alt) { (void)s.apply(std::forward<decltype(alt)>(alt)); }, std::forward<U>(u));
+    }
 }
 
 /// A history: `steps` random updates applied to `s`, a flush after about
@@ -92,9 +111,14 @@ void check_store_decoration_law(Make make, Bare bare, UpdateGen update, State st
         for (int step = 0; step < o.steps; ++step) {
             auto u = update(rng);
             using result = decltype(detail::apply_update(b, u));
-            if constexpr (std::is_void_v<result>) {
+            using stack_result = decltype(detail::apply_update(s, u));
+            if constexpr (std::is_void_v<result> && std::is_void_v<stack_result>) {
                 detail::apply_update(b, u);
                 detail::apply_update(s, std::move(u));
+            } else if constexpr (std::is_void_v<result> != std::is_void_v<stack_result>) {
+                detail::violated(law, seed, step,
+                                 std::is_void_v<result> ? "apply returns a result on the stack but none on the bare store"
+                                                        : "apply returns a result on the bare store but none on the stack");
             } else {
                 const auto want = detail::apply_update(b, u);
                 if (!(detail::apply_update(s, std::move(u)) == want))

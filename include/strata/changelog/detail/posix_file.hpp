@@ -19,9 +19,19 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace strata::detail {
+
+/// The current time as ISO 8601 UTC text, e.g. 2026-12-01T23:59:30Z.
+inline std::string utc_now_text() {
+    const ::time_t now = ::time(nullptr);
+    ::tm t{};
+    char text[32] = {};
+    if (::gmtime_r(&now, &t) == nullptr || ::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &t) == 0) return "?";
+    return text;
+}
 
 /// @brief Owns a file descriptor; closes it on destruction. Move-only.
 class unique_fd {
