@@ -3,13 +3,10 @@
 #include <strata/decorators/all.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
+#include "use_after_mistake.hpp"
+
 int main() {
     strata::memory_log log;
     auto s = strata::ordered_map_store<int, int>("s") | strata::cached() | strata::logged(log);
-    // Used on after the mistake: no further error may follow.
-    s.put(1, 2);
-    if (auto v = s.get(1); v && *v == 2) s.erase(1);
-    for (auto [k, v] : s.all()) (void)k, (void)v;
-    s.flush();
-    s.restore();
+    compile_fail::use_kv_stack(s);  // used on after the mistake: no further error may follow
 }

@@ -4,15 +4,10 @@
 
 #include <relational_table.hpp>
 
+#include "use_after_mistake.hpp"
+
 int main() {
     strata::memory_log log;
     auto s = example::employee_table("employees") | strata::logged(log) | strata::cached();
-    // Used on after the mistake: no further error may follow.
-    s.apply(example::insert_row{example::employee{1, "ada", "eng", 100}});
-    const std::size_t raised = s.apply(example::update_where{example::where{.department = "eng"},
-                                                             [](example::employee& e) { e.salary += 1; }});
-    s.flush();
-    s.restore();
-    const std::size_t rows = strata::query(s, [](const example::employee_table& t) { return t.size(); });
-    return static_cast<int>(raised + rows);
+    return compile_fail::use_table_stack(s);  // used on after the mistake: no further error may follow
 }
