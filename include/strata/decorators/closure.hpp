@@ -26,6 +26,8 @@ namespace detail {
 template <class T>
 concept is_closure = std::is_base_of_v<layer_closure<std::remove_cvref_t<T>>, std::remove_cvref_t<T>>;
 
+/// Checks that closure C may wrap store S and says, in one static_assert,
+/// what is wrong when it may not. Only the first failed check fires.
 template <class C, class S>
 constexpr bool check_layer_order() {
     using store = std::remove_cvref_t<S>;

@@ -74,9 +74,6 @@ struct rejected_stack {
     constexpr const rejected_stack& base() const noexcept { return *this; }
 };
 
-/// Checks that closure C may wrap store S and says, in one static_assert,
-/// what is wrong when it may not. Only the first failed check fires.
-
 /// What `layer<T>(s)` returns for a layer the stack lacks, after its static_assert.
 inline rejected_stack& rejected_layer() noexcept {
     static rejected_stack r;
