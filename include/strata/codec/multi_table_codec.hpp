@@ -108,12 +108,8 @@ public:
                                   std::to_string(sizeof...(TableCodecs)) + " table(s)");
         record_view inner = r;
         inner.key = r.key.subspan(1);
-        bool done = false;
         for_each_table([&]<std::size_t I>(const auto& codec) {
-            if (I == table && !done) {
-                codec.restore(s, inner);
-                done = true;
-            }
+            if (I == table) codec.restore(s, inner);
         });
     }
 
