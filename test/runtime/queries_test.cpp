@@ -69,22 +69,6 @@ auto counting_store() {
     };
 }
 
-template <class App>
-bool await_metadata(const App& app, std::size_t instances, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (const auto md = app.metadata(); md && md->instances().size() == instances) {
-            std::size_t active = 0;
-            for (const auto& i : md->instances()) active += i.active.size();
-            bool endpoints = true;
-            for (const auto& i : md->instances()) endpoints = endpoints && !i.endpoint.empty();
-            if (active == static_cast<std::size_t>(md->partitions()) && endpoints) return true;
-        }
-        std::this_thread::sleep_for(50ms);
-    }
-    return false;
-}
-
 /// Asks for `key` until the answer is ok (or the timeout passes).
 template <class App>
 auto await_ok(const App& app, const std::string& key, std::chrono::seconds timeout, rt::read_options o = {}) {

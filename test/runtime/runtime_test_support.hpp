@@ -202,6 +202,24 @@ inline bool await_committed(const std::string& group, const std::string& topic, 
     }
 }
 
+/// Waits until `app` knows `instances` members, each with an endpoint, that
+/// together run every partition.
+template <class App>
+bool await_metadata(const App& app, std::size_t instances, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (const auto md = app.metadata(); md && md->instances().size() == instances) {
+            std::size_t active = 0;
+            for (const auto& i : md->instances()) active += i.active.size();
+            bool endpoints = true;
+            for (const auto& i : md->instances()) endpoints = endpoints && !i.endpoint.empty();
+            if (active == static_cast<std::size_t>(md->partitions()) && endpoints) return true;
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    return false;
+}
+
 /// Runs app.run() on a thread; `stop` stops it and hands back what it threw.
 template <class App>
 class running {
