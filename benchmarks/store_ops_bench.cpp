@@ -176,6 +176,10 @@ struct stores {
         reg("std_unordered_map", [](auto&, auto&) { return raw_map<std::unordered_map<u64, V>>{}; });
         reg("boost_unordered_map", [](auto&, auto&) { return raw_map<boost::unordered_map<u64, V>>{}; });
         reg("hashed_bare", [](auto&, auto&) { return hashed("s"); });
+        reg("hashed_metered", [](auto&, auto& r) { return hashed("s") | strata::metered(r); });
+        // The meter counting every operation and timing none: what counting alone costs.
+        reg("hashed_metered_untimed",
+            [](auto&, auto& r) { return hashed("s") | strata::metered(r, {.time_one_in = 1u << 30}); });
         reg("hashed_logged", [](auto& log, auto&) { return hashed("s") | strata::logged(log); });
         reg("hashed_logged_cached",
             [](auto& log, auto&) { return hashed("s") | strata::logged(log) | strata::cached(); });
@@ -185,6 +189,7 @@ struct stores {
         if (reduced) return;
         reg("std_map", [](auto&, auto&) { return raw_map<std::map<u64, V>>{}; });
         reg("ordered_bare", [](auto&, auto&) { return ordered("s"); });
+        reg("ordered_metered", [](auto&, auto& r) { return ordered("s") | strata::metered(r); });
         reg("ordered_logged", [](auto& log, auto&) { return ordered("s") | strata::logged(log); });
         reg("ordered_logged_cached",
             [](auto& log, auto&) { return ordered("s") | strata::logged(log) | strata::cached(); });

@@ -8,6 +8,7 @@
 #include <strata/stores/hash_map_store.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
+#include <map>
 #include <span>
 #include <string>
 
@@ -132,6 +133,44 @@ TEST_CASE("a read keeps an entry recently used so eviction takes another", "[cac
     const auto hits_before = s.stats().hits;
     REQUIRE(s.get(1).has_value());
     REQUIRE(s.stats().hits == hits_before + 1);  // key 1 survived; key 2 went first
+}
+
+TEST_CASE("keys that never repeat pass the cache by; keys that repeat are coalesced again", "[cached]") {
+    strata::memory_log log;
+    auto s = store_t("s") | strata::logged(log) | strata::cached();
+    std::map<std::int64_t, std::string> model;
+    auto put = [&](std::int64_t k, const std::string& v) {
+        s.put(k, v);
+        model[k] = v;
+    };
+
+    // 20,000 distinct keys: after the first window of writes finds nothing
+    // to coalesce, a key's first write is logged at once.
+    for (std::int64_t k = 0; k < 20'000; ++k) put(k, "v" + std::to_string(k));
+    const auto passed = s.stats().bypassed;
+    CHECK(passed > 10'000);
+    CHECK(log.records().size() == passed);  // each wrote its record as it passed
+    CHECK(s.dirty_count() == 20'000 - passed);
+    s.flush();
+    CHECK(log.records().size() == 20'000);  // every key once, none lost or doubled
+
+    // Ten hot keys, 20,000 writes: admitted on their second write, then
+    // writes find them cached, the cache admits every key again, and the
+    // flush writes one record per key.
+    for (int i = 0; i < 20'000; ++i) put(i % 10, "hot" + std::to_string(i));
+    CHECK(s.stats().bypassed <= passed + 10);
+    s.flush();
+    CHECK(log.records().size() <= 20'000 + 2 * 10);
+
+    // And a uniform stream again: the cache notices and lets keys pass.
+    const auto before = s.stats().bypassed;
+    for (std::int64_t k = 100'000; k < 110'000; ++k) put(k, "w");
+    CHECK(s.stats().bypassed > before);
+    s.flush();
+
+    auto fresh = store_t("s") | strata::logged(log);
+    fresh.restore();
+    CHECK(std::map<std::int64_t, std::string>(fresh.all().begin(), fresh.all().end()) == model);
 }
 
 namespace {

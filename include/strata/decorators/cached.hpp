@@ -7,6 +7,8 @@
 #include <strata/core/hash.hpp>
 #include <strata/core/memory_size.hpp>
 #include <strata/decorators/closure.hpp>
+#include <strata/decorators/detail/doorkeeper.hpp>
+#include <strata/decorators/detail/entry_table.hpp>
 #include <strata/decorators/layer.hpp>
 #include <strata/restore/restore.hpp>
 
@@ -17,9 +19,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
-
 
 namespace strata {
 
@@ -50,6 +50,10 @@ struct cache_stats {
     std::uint64_t evictions = 0;        ///< entries dropped to stay within max_bytes
     std::uint64_t dirty_evictions = 0;  ///< of those, ones that first wrote their record
     std::uint64_t flushed_records = 0;  ///< records written by flush()
+    /// Puts and erases that passed the cache by, writing their record at
+    /// once: first writes of a key while the cache was not coalescing (see
+    /// cached_store).
+    std::uint64_t bypassed = 0;
     std::size_t entries = 0;
     std::size_t bytes = 0;
 
@@ -116,11 +120,13 @@ public:
     cached_store(Inner inner, cache_options opts)
         : inner_(std::move(inner)), opts_(opts),
           caches_reads_(opts.reads == read_caching::on ||
-                        (opts.reads == read_caching::automatic && is_persistent(inner_))) {}
+                        (opts.reads == read_caching::automatic && is_persistent(inner_))),
+          seen_(opts.max_bytes / entry_overhead + 1) {}
     cached_store(cached_store&& o) noexcept
         : inner_(std::move(o.inner_)), opts_(o.opts_), caches_reads_(o.caches_reads_), stats_(o.stats_),
-          entries_(std::move(o.entries_)), lru_(std::move(o.lru_)), dirty_(std::move(o.dirty_)) {
-        // The lists point into the map's nodes, which moving the map keeps.
+          seen_(std::move(o.seen_)), admission_(o.admission_), ticks_(o.ticks_), entries_(std::move(o.entries_)),
+          lru_(std::move(o.lru_)), dirty_(std::move(o.dirty_)) {
+        // The lists point into the table's entries, which moving the table keeps.
         o.stats_ = {};
     }
     cached_store(const cached_store&) = delete;
@@ -169,37 +175,45 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
-        if constexpr (logs) inner_.put_unlogged(k, v);
-        else inner_.put(k, v);
-        if (!keeps_entries()) return;
-        entry& e = upsert(k);
-        set_value(e, v);
-        if constexpr (logs) mark_dirty(e);
-        evict_beyond_bound(&e);
+        if constexpr (logs) {
+            const std::size_t h = table_type::hash_of(k);
+            if (!admits(h)) return inner_.put(k, v);  // logged now, as without a cache
+            inner_.put_unlogged(k, v);
+            entry& e = upsert(k, h, true);
+            set_value(e, v);
+            mark_dirty(e);
+            evict_beyond_bound(&e);
+        } else {
+            inner_.put(k, v);
+            if (!keeps_entries()) return;
+            entry& e = upsert(k);
+            set_value(e, v);
+            evict_beyond_bound(&e);
+        }
     }
     template <class S = Inner>
         requires kv_store<S>
     bool erase(const typename S::key_type& k) {
-        bool existed;
-        if constexpr (logs) existed = inner_.erase_unlogged(k);
-        else existed = inner_.erase(k);
-        if (!keeps_entries()) return existed;
-        entry& e = upsert(k);
-        set_value(e, std::nullopt);
-        if constexpr (logs) mark_dirty(e);
-        evict_beyond_bound(&e);
-        return existed;
+        if constexpr (logs) {
+            const std::size_t h = table_type::hash_of(k);
+            if (!admits(h)) return inner_.erase(k);  // its tombstone logged now
+            const bool existed = inner_.erase_unlogged(k);
+            entry& e = upsert(k, h, true);
+            set_value(e, std::nullopt);
+            mark_dirty(e);
+            evict_beyond_bound(&e);
+            return existed;
+        } else {
+            const bool existed = inner_.erase(k);
+            if (!keeps_entries()) return existed;
+            entry& e = upsert(k);
+            set_value(e, std::nullopt);
+            evict_beyond_bound(&e);
+            return existed;
+        }
     }
-    template <class S = Inner>
-        requires ordered_kv_store<S>
-    [[nodiscard]] auto range(const typename S::key_type& lo, const typename S::key_type& hi) const {
-        return inner_.range(lo, hi);  // write-through: the inner store is current
-    }
-    template <class S = Inner>
-        requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
-    [[nodiscard]] auto all() const {
-        return inner_.all();
-    }
+    // range and all: the layer base's, from the inner store, which the cache
+    // writes through and so keeps current.
 
     // ---- commit and restore
     /// @brief Writes the record of every dirty unit, oldest first, then
@@ -247,8 +261,8 @@ public:
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
 
 private:
-    // The LRU order and the dirty set are intrusive lists through the map's
-    // nodes: no allocation of their own, O(1) to touch, unlink or pop.
+    // The LRU order and the dirty set are intrusive lists through the table's
+    // entries: no allocation of their own, O(1) to touch, unlink or pop.
     // The LRU hook is linked exactly while the entry is in the map, so it
     // needs no checks; the dirty hook is a safe one, whose is_linked() is
     // the entry's dirty flag.
@@ -256,7 +270,10 @@ private:
     using dirty_hook_type =
         boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
     struct entry {
-        const cache_key_type* key = nullptr;
+        cache_key_type key{};
+        std::size_t hash = 0;              // filled by the table
+        std::uint32_t table_index = 0;     // filled by the table
+        std::uint64_t moved_at = 0;        // ticks_ when it last went to the front of the LRU list
         lru_hook_type lru_hook;
         dirty_hook_type dirty_hook;
         std::size_t bytes = 0;
@@ -270,22 +287,73 @@ private:
     using lru_list = list_through<lru_hook_type, &entry::lru_hook, false>;      // most recent first
     using dirty_list = list_through<dirty_hook_type, &entry::dirty_hook, true>;  // sized: dirty_count()
 
-    // Bookkeeping per entry beyond key and value: the entry, list hooks
-    // included, and the hash node's words (next pointer, hash, bucket).
-    static constexpr std::size_t entry_overhead = sizeof(entry) + 3 * sizeof(void*);
+    using table_type = detail::entry_table<entry, cache_key_type, default_hash_t<cache_key_type>>;
 
-    entry& upsert(const cache_key_type& k) const {
-        auto [it, inserted] = entries_.try_emplace(k);
-        entry& e = it->second;
+    // Bookkeeping per entry beyond what its key and value hold: the entry
+    // (list hooks included, its key object counted by memory_size) and its
+    // share of the table's slots (8 bytes each, 2 to 4 per entry) and of the
+    // doorkeeper's bits (16 per entry it can hold).
+    static constexpr std::size_t entry_overhead = sizeof(entry) - sizeof(cache_key_type) + 4 * 8 + 2;
+
+    entry& upsert(const cache_key_type& k) const { return upsert(k, table_type::hash_of(k)); }
+    /// The entry of k, made if new, moved towards the front if old; `write`:
+    /// a put or erase, which counts for admission.
+    entry& upsert(const cache_key_type& k, std::size_t h, bool write = false) const {
+        auto [e, inserted] = entries_.find_or_insert(k, h);
         if (inserted) {
-            e.key = &it->first;
-            e.bytes = entry_overhead + memory_size(k);
-            stats_.bytes += e.bytes;
-            lru_.push_front(e);
+            e->cached = {};  // a reused entry: forget what its last key held
+            e->bytes = entry_overhead + memory_size(e->key);
+            stats_.bytes += e->bytes;
+            to_front(*e, true);
+            if (logs && admission_.selective) keep_seen(h);
         } else {
-            lru_.splice(lru_.begin(), lru_, lru_.iterator_to(e));  // a no-op when e is first
+            admission_.hits += write ? 1 : 0;
+            // An entry no further back than half the list stays where it is:
+            // nearly LRU, without touching two neighbours on every write of a
+            // hot key. (ticks_ - moved_at bounds its distance from the front.)
+            if (ticks_ - e->moved_at > entries_.size() / 2) to_front(*e, false);
         }
-        return e;
+        return *e;
+    }
+    void to_front(entry& e, bool is_new) const {
+        if (!is_new) lru_.erase(lru_.iterator_to(e));
+        lru_.push_front(e);
+        e.moved_at = ++ticks_;
+    }
+
+    /// Whether a put or erase of the key with hash h goes through the cache.
+    /// Every key does while the cache pays: in the last window of writes at
+    /// least one in 8 found its key cached, and none evicted an entry.
+    /// Otherwise the cache is selective: a key goes through if the cache
+    /// holds it or on its second write since the doorkeeper's last reset,
+    /// and a first write logs its record at once, as without a cache. Keys
+    /// that rarely repeat would only add the cache's cost, and in a full
+    /// cache each would evict an entry that may be written again.
+    bool admits(std::size_t h) const {
+        if (++admission_.writes == admission_window) end_admission_window();
+        if (!admission_.selective || seen_.test_and_mark(h)) return true;
+        if (seen_.saturated()) {
+            reset_seen();
+            seen_.mark(h);
+        }
+        ++stats_.bypassed;
+        return false;
+    }
+    void end_admission_window() const {
+        const bool selective =
+            admission_.hits * 8 < admission_.writes || stats_.evictions != admission_.evictions_before;
+        // A selective cache asks the doorkeeper, which must know every key
+        // the cache holds; it is not kept current while every key goes through.
+        if (selective && !admission_.selective) reset_seen();
+        admission_ = {selective, 0, 0, stats_.evictions};
+    }
+    void keep_seen(std::size_t h) const {
+        seen_.mark(h);
+        if (seen_.saturated()) reset_seen();
+    }
+    void reset_seen() const {
+        seen_.reset();
+        for (const entry& e : lru_) seen_.mark(e.hash);
     }
 
     template <class V>
@@ -304,10 +372,10 @@ private:
     /// holds the key's current one, else read from the store beneath.
     void write_record(const entry& e) const {
         if constexpr (detail::cached_value<Inner>::holds_value &&
-                      requires { inner_.log_state(*e.key, e.cached.value); }) {
-            if (e.cached.known) return inner_.log_state(*e.key, e.cached.value);
+                      requires { inner_.log_state(e.key, e.cached.value); }) {
+            if (e.cached.known) return inner_.log_state(e.key, e.cached.value);
         }
-        inner_.log_key(*e.key);
+        inner_.log_key(e.key);
     }
 
     /// Drops a cached value (and its bytes) that may no longer be current.
@@ -346,7 +414,8 @@ private:
     void drop(entry& e) const {
         lru_.erase(lru_.iterator_to(e));
         stats_.bytes -= e.bytes;
-        entries_.erase(*e.key);
+        e.cached = {};  // the pool keeps the entry, not what its value owns
+        entries_.erase(e);
     }
 
     /// Whether an entry is of any use once written: it is when reads are
@@ -356,7 +425,9 @@ private:
     [[nodiscard]] bool keeps_entries() const noexcept { return logs || caches_reads_; }
 
     void clear_cache() {
-        dirty_.clear();  // unlinks every entry before the map frees it
+        dirty_.clear();  // unlinks every entry before the table may free it
+        if constexpr (!std::is_trivially_destructible_v<detail::cached_value<Inner>>)
+            for (entry& e : lru_) e.cached = {};  // the pool keeps the entries, not what their values own
         lru_.clear();
         entries_.clear();
         stats_.bytes = 0;
@@ -368,7 +439,19 @@ private:
     cache_options opts_;
     bool caches_reads_;
     mutable cache_stats stats_;
-    mutable std::unordered_map<cache_key_type, entry, default_hash_t<cache_key_type>> entries_;
+    // Admission (see admits()): the keys written lately, and in the current
+    // window of writes, how many found their key cached.
+    static constexpr std::uint32_t admission_window = 4096;
+    struct admission_state {
+        bool selective = false;
+        std::uint32_t writes = 0;
+        std::uint32_t hits = 0;
+        std::uint64_t evictions_before = 0;  // stats_.evictions when the window began
+    };
+    mutable detail::doorkeeper seen_;
+    mutable admission_state admission_;
+    mutable std::uint64_t ticks_ = 0;  // moves to the front of the LRU list so far
+    mutable table_type entries_;
     // After entries_, so destroyed before it: no entry is freed while linked.
     mutable lru_list lru_;
     mutable dirty_list dirty_;

@@ -155,11 +155,29 @@ std::invoke_result_t<F> invoke_then(F&& f, After&& after) {
 }
 
 /// @brief What every decorator forwards unchanged to the store it wraps:
-/// its name, close(), persistent(), query(). Derived provides base().
+/// its name, close(), persistent(), query(), and the reads get, range and
+/// all, which a layer redefines when it adds to them (the cache answers
+/// get, the meter times all three). Derived provides base().
 template <class Derived, class Inner>
 class layer_base : public kv_types_of<Inner> {
 public:
     using inner_type = Inner;
+
+    template <class S = Inner>
+        requires kv_store<S>
+    [[nodiscard]] auto get(const typename S::key_type& k) const {
+        return self().base().get(k);
+    }
+    template <class S = Inner>
+        requires ordered_kv_store<S>
+    [[nodiscard]] auto range(const typename S::key_type& lo, const typename S::key_type& hi) const {
+        return self().base().range(lo, hi);
+    }
+    template <class S = Inner>
+        requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
+    [[nodiscard]] auto all() const {
+        return self().base().all();
+    }
 
     [[nodiscard]] std::string_view name() const noexcept { return self().base().name(); }
     void close() {

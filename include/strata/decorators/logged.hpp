@@ -25,6 +25,9 @@
 
 namespace strata {
 
+template <class Inner>
+class cached_store;
+
 namespace detail {
 /// A record key for an error message: printable bytes as text, others in
 /// hex, at most 64 bytes of it.
@@ -99,56 +102,7 @@ public:
         return apply_unlogged(u, [this](const log_key_type& k) { log_key(k); });
     }
 
-    /// @brief Applies u without writing records, handing each touched key to
-    /// `on_touched`. The cache uses it to write each key once per flush.
-    template <class U, class OnTouched>
-    decltype(auto) apply_unlogged(const U& u, OnTouched&& on_touched) {
-        if constexpr (!accepts<U>()) {
-            // accepts() said why, once per update type
-        } else if constexpr (changelog_codec_for<Codec, Inner, U>) {
-            refuse_if_failed("update");
-            // Keys first: an update may remove what it touches.
-            auto&& keys = codec_.touched(std::as_const(inner_), u);
-            return detail::invoke_then([&]() -> decltype(auto) { return inner_.apply(u); },
-                                       [&] {
-                                           for (const log_key_type& k : keys) on_touched(k);
-                                       });
-        } else {
-            refuse_if_failed("update");
-            auto&& observed = codec_.apply_observed(inner_, u);
-            if constexpr (requires { observed.touched; observed.result; }) {
-                for (const log_key_type& k : observed.touched) on_touched(k);
-                return std::remove_cvref_t<decltype(observed.result)>(std::move(observed.result));
-            } else {
-                for (const log_key_type& k : observed) on_touched(k);
-            }
-        }
-    }
-
-    /// @brief Appends the record of unit k in its current state: its value,
-    /// or a tombstone when k no longer exists.
-    void log_key(const log_key_type& k) {
-        append_record(k, [&](byte_buffer& out) { return codec_.write_value(std::as_const(inner_), k, out); });
-    }
-
-    /// @brief Appends the record of kv key k whose current value the caller
-    /// already holds (nullopt: absent), without reading it from the store.
-    /// Only for codecs that can write a value they are given (`write_mapped`).
-    template <class V>
-        requires requires(const Codec& c, const V& v, byte_buffer& out) { c.write_mapped(v, out); }
-    void log_state(const log_key_type& k, const std::optional<V>& current) {
-        append_record(k, [&](byte_buffer& out) {
-            if (current) codec_.write_mapped(*current, out);
-            return current.has_value();
-        });
-    }
-
-    // ---- kv operations, when the inner store has them
-    template <class S = Inner>
-        requires kv_store<S>
-    [[nodiscard]] auto get(const typename S::key_type& k) const {
-        return inner_.get(k);
-    }
+    // ---- kv writes, when the inner store has them (reads: the layer base's)
     template <class S = Inner>
         requires kv_store<S>
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
@@ -174,27 +128,6 @@ public:
         append_record(k, [](byte_buffer&) { return false; });
         return existed;
     }
-    template <class S = Inner>
-        requires kv_store<S>
-    void put_unlogged(const typename S::key_type& k, const typename S::mapped_type& v) {
-        inner_.put(k, v);
-    }
-    template <class S = Inner>
-        requires kv_store<S>
-    bool erase_unlogged(const typename S::key_type& k) {
-        return inner_.erase(k);
-    }
-    template <class S = Inner>
-        requires ordered_kv_store<S>
-    [[nodiscard]] auto range(const typename S::key_type& lo, const typename S::key_type& hi) const {
-        return inner_.range(lo, hi);
-    }
-    template <class S = Inner>
-        requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
-    [[nodiscard]] auto all() const {
-        return inner_.all();
-    }
-
     /// @brief Makes every record written so far durable, flushes the inner
     /// store, then checkpoints the durable offset. The checkpoint comes last:
     /// it may only name an offset the store and changelog both hold. A
@@ -287,6 +220,68 @@ public:
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
 
 private:
+    // The cache above writes through these: it applies updates unlogged and
+    // writes each dirty key's record once, at flush or eviction. Nothing
+    // else may: a write that skips the changelog is lost in a restore.
+    template <class>
+    friend class cached_store;
+
+    /// Applies u without writing records, handing each touched key to
+    /// `on_touched`. The cache uses it to write each key once per flush.
+    template <class U, class OnTouched>
+    decltype(auto) apply_unlogged(const U& u, OnTouched&& on_touched) {
+        if constexpr (!accepts<U>()) {
+            // accepts() said why, once per update type
+        } else if constexpr (changelog_codec_for<Codec, Inner, U>) {
+            refuse_if_failed("update");
+            // Keys first: an update may remove what it touches.
+            auto&& keys = codec_.touched(std::as_const(inner_), u);
+            return detail::invoke_then([&]() -> decltype(auto) { return inner_.apply(u); },
+                                       [&] {
+                                           for (const log_key_type& k : keys) on_touched(k);
+                                       });
+        } else {
+            refuse_if_failed("update");
+            auto&& observed = codec_.apply_observed(inner_, u);
+            if constexpr (requires { observed.touched; observed.result; }) {
+                for (const log_key_type& k : observed.touched) on_touched(k);
+                return std::remove_cvref_t<decltype(observed.result)>(std::move(observed.result));
+            } else {
+                for (const log_key_type& k : observed) on_touched(k);
+            }
+        }
+    }
+
+    /// Appends the record of unit k in its current state: its value,
+    /// or a tombstone when k no longer exists.
+    void log_key(const log_key_type& k) {
+        append_record(k, [&](byte_buffer& out) { return codec_.write_value(std::as_const(inner_), k, out); });
+    }
+
+    /// Appends the record of kv key k whose current value the caller
+    /// already holds (nullopt: absent), without reading it from the store.
+    /// Only for codecs that can write a value they are given (`write_mapped`).
+    template <class V>
+        requires requires(const Codec& c, const V& v, byte_buffer& out) { c.write_mapped(v, out); }
+    void log_state(const log_key_type& k, const std::optional<V>& current) {
+        append_record(k, [&](byte_buffer& out) {
+            if (current) codec_.write_mapped(*current, out);
+            return current.has_value();
+        });
+    }
+
+    template <class S = Inner>
+        requires kv_store<S>
+    void put_unlogged(const typename S::key_type& k, const typename S::mapped_type& v) {
+        inner_.put(k, v);
+    }
+    template <class S = Inner>
+        requires kv_store<S>
+    bool erase_unlogged(const typename S::key_type& k) {
+        return inner_.erase(k);
+    }
+
+
     auto& log() noexcept { return log_.get(); }
 
     /// Whether updates of type U can be applied and logged; if not, one
