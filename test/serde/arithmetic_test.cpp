@@ -3,6 +3,9 @@
 
 #include "serde/support.hpp"
 
+#include <strata/codec/kv_codec.hpp>
+
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -183,4 +186,31 @@ TEST_CASE("arithmetic serdes declare their fixed size", "[serde][arithmetic]") {
     STATIC_REQUIRE(strata::serializable<double>);
     STATIC_REQUIRE_FALSE(strata::serializable<long double>);  // no Java counterpart
     STATIC_REQUIRE_FALSE(strata::serializable<int*>);
+}
+
+namespace {
+/// write_fixed writes exactly what encode appends, in fixed_size bytes.
+template <class T>
+void check_fixed_matches_encode(const T& v) {
+    STATIC_REQUIRE(strata::fixed_width_serializable<T>);
+    std::array<std::byte, strata::serde<T>::fixed_size> out{};
+    strata::serde<T>::write_fixed(v, out.data());
+    CHECK(byte_buffer(out.begin(), out.end()) == encode(v));
+}
+}  // namespace
+
+TEST_CASE("a fixed-width serde writes into memory it is given exactly what encode appends", "[serde][arithmetic]") {
+    check_fixed_matches_encode(std::int64_t{-2});
+    check_fixed_matches_encode(std::uint64_t{0x0102030405060708});
+    check_fixed_matches_encode(std::int16_t{-300});
+    check_fixed_matches_encode(std::uint8_t{0xab});
+    check_fixed_matches_encode(true);
+    check_fixed_matches_encode(false);
+    check_fixed_matches_encode(-1.5);
+    check_fixed_matches_encode(3.25f);
+    check_fixed_matches_encode(std::byte{0x7f});
+    check_fixed_matches_encode(side::sell);
+    STATIC_REQUIRE_FALSE(strata::fixed_width_serializable<std::string>);
+    STATIC_REQUIRE(strata::kv_codec<std::uint64_t, double>::fixed_width);
+    STATIC_REQUIRE_FALSE(strata::kv_codec<std::uint64_t, std::string>::fixed_width);
 }

@@ -72,6 +72,23 @@ public:
     /// cached), to skip reading it back from the store.
     void write_mapped(const V& v, byte_buffer& out) const { encode(v, out); }
 
+    /// @brief Both K and V encode to a fixed number of bytes (integers,
+    /// floats, enumerations): the logged layer then builds a record in two
+    /// arrays on the stack, with write_key_fixed and write_mapped_fixed.
+    static constexpr bool fixed_width = fixed_width_serializable<K> && fixed_width_serializable<V>;
+    static constexpr std::size_t key_width = detail::fixed_size_of<K>();
+    static constexpr std::size_t value_width = detail::fixed_size_of<V>();
+    static void write_key_fixed(const K& k, std::byte* out) noexcept
+        requires fixed_width
+    {
+        serde<K>::write_fixed(k, out);
+    }
+    static void write_mapped_fixed(const V& v, std::byte* out) noexcept
+        requires fixed_width
+    {
+        serde<V>::write_fixed(v, out);
+    }
+
     /// @brief Appends the current value of k, read from the store.
     /// @returns false if k is absent: the record is a tombstone
     template <class S>

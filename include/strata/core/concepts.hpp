@@ -169,6 +169,23 @@ concept serde_for = detail::has_serde_write<S, T> && detail::has_serde_read<S, T
 template <class T>
 concept serializable = serde_for<serde<T>, T>;
 
+/// @brief T's serde always writes `serde<T>::fixed_size` bytes, and can
+/// write them to memory the caller provides (`write_fixed(v, std::byte*)`).
+template <class T>
+concept fixed_width_serializable = serializable<T> && requires(const T& v, std::byte* out) {
+    { serde<T>::fixed_size } -> std::convertible_to<std::size_t>;
+    serde<T>::write_fixed(v, out);
+};
+
+namespace detail {
+/// serde<T>::fixed_size for a fixed_width_serializable T, else 0.
+template <class T>
+constexpr std::size_t fixed_size_of() {
+    if constexpr (fixed_width_serializable<T>) return serde<T>::fixed_size;
+    else return 0;
+}
+}  // namespace detail
+
 // ------------------------------------------------------------ changelogs --
 
 namespace detail {

@@ -14,6 +14,7 @@
 #include <strata/restore/restore.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -83,6 +84,12 @@ struct logged_options {
 /// latest record per key, rebuilds the state.
 template <class Inner, class LogHolder, class Codec>
 class logged_store : public detail::layer_base<logged_store<Inner, LogHolder, Codec>, Inner> {
+    /// Whether the codec writes a kv value it is given (`write_mapped`).
+    template <class V>
+    static constexpr bool writes_mapped = requires(const Codec& c, const V& v, byte_buffer& out) {
+        c.write_mapped(v, out);
+    };
+
 public:
     static constexpr layer_kind kind = layer_kind::logged;
     using codec_type = Codec;
@@ -108,15 +115,9 @@ public:
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
         refuse_if_failed("update");
         inner_.put(k, v);
-        if constexpr (requires { codec_.write_mapped(v, value_buf_); }) {
-            // v is k's value now (kv law): write it rather than read it back.
-            append_record(k, [&](byte_buffer& out) {
-                codec_.write_mapped(v, out);
-                return true;
-            });
-        } else {
-            log_key(k);
-        }
+        // v is k's value now (kv law): write it rather than read it back.
+        if constexpr (writes_mapped<typename S::mapped_type>) append_state(k, &v);
+        else log_key(k);
     }
     template <class S = Inner>
         requires kv_store<S>
@@ -125,7 +126,7 @@ public:
         const bool existed = inner_.erase(k);
         // k is gone now (kv law): its record is a tombstone, even when k was
         // absent, as Kafka Streams writes it: cheap and always safe.
-        append_record(k, [](byte_buffer&) { return false; });
+        append_state<typename S::mapped_type>(k, nullptr);
         return existed;
     }
     /// @brief Makes every record written so far durable, flushes the inner
@@ -262,12 +263,9 @@ private:
     /// already holds (nullopt: absent), without reading it from the store.
     /// Only for codecs that can write a value they are given (`write_mapped`).
     template <class V>
-        requires requires(const Codec& c, const V& v, byte_buffer& out) { c.write_mapped(v, out); }
+        requires writes_mapped<V>
     void log_state(const log_key_type& k, const std::optional<V>& current) {
-        append_record(k, [&](byte_buffer& out) {
-            if (current) codec_.write_mapped(*current, out);
-            return current.has_value();
-        });
+        append_state(k, current ? &*current : nullptr);
     }
 
     template <class S = Inner>
@@ -305,14 +303,8 @@ private:
     }
 
     /// Appends one record: k's key, and the value write_value appends (or a
-    /// tombstone when it returns false).
-    ///
-    /// The update is in the inner store already. If its record cannot be
-    /// written (the codec throws, the log refuses it: too large, disk full, a
-    /// broken producer), the store is ahead of its changelog: a later flush
-    /// would report durable a state the changelog cannot rebuild. So the
-    /// stack fails instead (see failed()), and the error names the store,
-    /// the key and the record's size.
+    /// tombstone when it returns false). The update is in the inner store
+    /// already: if the codec or the log throws, the stack fails (see fail()).
     template <class WriteValue>
     void append_record(const log_key_type& k, WriteValue&& write_value) {
         refuse_if_failed("update");
@@ -325,14 +317,54 @@ private:
             if (live) r.value = bytes_view(value_buf_);
             log().append(r);
         } catch (const std::exception& e) {
-            failure_ = "strata::logged: store '" + std::string(this->name()) + "' could not log the record of key " +
-                       detail::abbreviated(key_buf_) + " (" + std::to_string(key_buf_.size() + value_buf_.size()) +
-                       " bytes): " + e.what();
-            std::throw_with_nested(changelog_error(failure_ +
-                                                   ". The update is in the store but not in its changelog: the "
-                                                   "store refuses to flush until it is rebuilt from the changelog"));
+            fail(key_buf_, key_buf_.size() + value_buf_.size(), e);
         }
         ++records_written_;
+    }
+
+    /// Appends the record of kv key k whose current value the caller holds
+    /// (nullptr: absent, a tombstone). Keys and values of a fixed width
+    /// (integers, floats, enumerations) are built on the stack: a few stores,
+    /// where growing byte buffers would cost more than the map write itself.
+    template <class V>
+    void append_state(const log_key_type& k, const V* current) {
+        if constexpr (requires { requires Codec::fixed_width; }) {
+            refuse_if_failed("update");
+            std::array<std::byte, Codec::key_width> key;
+            std::array<std::byte, Codec::value_width> value;
+            Codec::write_key_fixed(k, key.data());
+            record_view r{key, std::nullopt};
+            if (current) {
+                Codec::write_mapped_fixed(*current, value.data());
+                r.value = bytes_view(value);
+            }
+            try {
+                log().append(r);
+            } catch (const std::exception& e) {
+                fail(key, key.size() + (current ? value.size() : 0), e);
+            }
+            ++records_written_;
+        } else {
+            append_record(k, [&](byte_buffer& out) {
+                if (current) codec_.write_mapped(*current, out);
+                return current != nullptr;
+            });
+        }
+    }
+
+    /// The record of `key` could not be written (the codec threw, the log
+    /// refused it: too large, disk full, a broken producer) after its update
+    /// reached the inner store: the store is now ahead of its changelog, and
+    /// a later flush would report durable a state the changelog cannot
+    /// rebuild. So the stack fails (see failed()); the error names the store, the key
+    /// and the record's size, with the cause nested. Called in the catch
+    /// block of `cause`.
+    [[noreturn]] void fail(bytes_view key, std::size_t record_bytes, const std::exception& cause) {
+        failure_ = "strata::logged: store '" + std::string(this->name()) + "' could not log the record of key " +
+                   detail::abbreviated(key) + " (" + std::to_string(record_bytes) + " bytes): " + cause.what();
+        std::throw_with_nested(changelog_error(failure_ +
+                                               ". The update is in the store but not in its changelog: the "
+                                               "store refuses to flush until it is rebuilt from the changelog"));
     }
 
     void refuse_if_failed(const char* what) const {

@@ -3,6 +3,9 @@
 /// @brief Serdes for integers, `bool`, `float`, `double`, `std::byte` and
 /// enumerations.
 ///
+/// Each also offers `fixed_size` and `write_fixed(v, std::byte*)`, which the
+/// logged layer uses to build a record on the stack instead of in a buffer.
+///
 /// Fixed width, big-endian, byte for byte what Kafka's Java serdes write
 /// (ShortSerializer, IntegerSerializer, LongSerializer, FloatSerializer,
 /// DoubleSerializer, BooleanSerializer), so a changelog or topic written by
@@ -38,6 +41,12 @@ namespace strata {
 
 namespace detail::serdes {
 
+/// Writes the sizeof(U) bytes of u, most significant first, at out.
+template <std::unsigned_integral U>
+void store_big_endian(U u, std::byte* out) noexcept {
+    boost::endian::endian_store<U, sizeof(U), boost::endian::order::big>(reinterpret_cast<unsigned char*>(out), u);
+}
+
 /// Appends the sizeof(U) bytes of u, most significant first, whatever the
 /// host's byte order.
 template <std::unsigned_integral U>
@@ -47,8 +56,7 @@ void write_big_endian(U u, byte_buffer& out) {
     // costs more than the rest of a logged put (the CPU retires stores in order).
     const std::size_t at = out.size();
     out.resize(at + sizeof(U));
-    boost::endian::endian_store<U, sizeof(U), boost::endian::order::big>(
-        reinterpret_cast<unsigned char*>(out.data() + at), u);
+    store_big_endian(u, out.data() + at);
 }
 
 /// Reads sizeof(U) bytes written by write_big_endian (throws if too few remain).
@@ -78,9 +86,14 @@ struct serde<T> {
     using unsigned_type = std::make_unsigned_t<T>;
     static constexpr std::size_t min_size = sizeof(T);
 
+    static constexpr std::size_t fixed_size = sizeof(T);
+
     static void write(const T& v, byte_buffer& out) {
         // Signed to unsigned conversion is modular: it yields the two's complement bits.
         detail::serdes::write_big_endian(static_cast<unsigned_type>(v), out);
+    }
+    static void write_fixed(const T& v, std::byte* out) noexcept {
+        detail::serdes::store_big_endian(static_cast<unsigned_type>(v), out);
     }
     [[nodiscard]] static T read(byte_reader& in) {
         // Unsigned to signed conversion is modular too since C++20: no overflow.
@@ -95,7 +108,10 @@ template <>
 struct serde<bool> {
     static constexpr std::size_t min_size = 1;
 
+    static constexpr std::size_t fixed_size = 1;
+
     static void write(const bool& v, byte_buffer& out) { out.push_back(static_cast<std::byte>(v ? 1 : 0)); }
+    static void write_fixed(const bool& v, std::byte* out) noexcept { *out = static_cast<std::byte>(v ? 1 : 0); }
     [[nodiscard]] static bool read(byte_reader& in) {
         const std::size_t at = in.position();
         const auto b = std::to_integer<unsigned>(in.take(1)[0]);
@@ -118,8 +134,13 @@ struct serde<T> {
     static_assert(sizeof(bits_type) == sizeof(T));
     static constexpr std::size_t min_size = sizeof(T);
 
+    static constexpr std::size_t fixed_size = sizeof(T);
+
     static void write(const T& v, byte_buffer& out) {
         detail::serdes::write_big_endian(std::bit_cast<bits_type>(v), out);
+    }
+    static void write_fixed(const T& v, std::byte* out) noexcept {
+        detail::serdes::store_big_endian(std::bit_cast<bits_type>(v), out);
     }
     [[nodiscard]] static T read(byte_reader& in) {
         return std::bit_cast<T>(detail::serdes::read_big_endian<bits_type>(in));
@@ -132,7 +153,10 @@ template <>
 struct serde<std::byte> {
     static constexpr std::size_t min_size = 1;
 
+    static constexpr std::size_t fixed_size = 1;
+
     static void write(const std::byte& v, byte_buffer& out) { out.push_back(v); }
+    static void write_fixed(const std::byte& v, std::byte* out) noexcept { *out = v; }
     [[nodiscard]] static std::byte read(byte_reader& in) { return in.take(1)[0]; }
 };
 
@@ -148,8 +172,13 @@ struct serde<T> {
     using underlying_type = std::underlying_type_t<T>;
     static constexpr std::size_t min_size = sizeof(underlying_type);
 
+    static constexpr std::size_t fixed_size = sizeof(underlying_type);
+
     static void write(const T& v, byte_buffer& out) {
         serde<underlying_type>::write(static_cast<underlying_type>(v), out);
+    }
+    static void write_fixed(const T& v, std::byte* out) noexcept {
+        serde<underlying_type>::write_fixed(static_cast<underlying_type>(v), out);
     }
     [[nodiscard]] static T read(byte_reader& in) { return static_cast<T>(serde<underlying_type>::read(in)); }
 };
