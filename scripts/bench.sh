@@ -20,6 +20,8 @@
 #                       reduced set (8 B values, hashed stores and raw hash maps;
 #                       default 10000000; empty to skip)
 #   BENCH_BIG_REPS      repetitions at BENCH_BIG_KEYS (default 3)
+#   BENCH_SCALE_KEYS    key counts of scale_bench, one process each (default
+#                       1000000,10000000,50000000)
 #   BENCH_REPS          repetitions of the fast benchmarks (default 5)
 #   BENCH_SLOW_REPS     repetitions of store_ops, cache, file log and restore (default 3)
 #   BENCH_ONLY          executables to run, space separated (default: every one);
@@ -44,6 +46,7 @@ min_time=${BENCH_MIN_TIME:-0.2}
 keys=${BENCH_KEYS:-1000000}
 big_keys=${BENCH_BIG_KEYS-10000000}
 big_reps=${BENCH_BIG_REPS:-3}
+scale_keys=${BENCH_SCALE_KEYS:-1000000,10000000,50000000}
 export STRATA_BENCH_DIR=$root/$scratch
 
 scripts/setup.sh
@@ -76,6 +79,7 @@ fi
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "store_ops key counts: $keys with $slow_reps repetitions; ${big_keys:-none} with $big_reps"
   echo "repetitions: $reps (serde), $slow_reps (cache, file log, restore)"
+  echo "scale key counts: $scale_keys, one repetition each"
 } >>"$results/machine.txt"
 
 run() {
@@ -99,6 +103,13 @@ for name in "${benches[@]}"; do
         STRATA_BENCH_KEYS=$n run "$name" "${name}_$n" --benchmark_repetitions="$big_reps" --benchmark_min_time="$min_time"
       done ;;
     serde_bench) run "$name" "$name" --benchmark_repetitions="$reps" --benchmark_min_time="$min_time" ;;
+    scale_bench)
+      # One process per key count, one repetition: its memory figures need a
+      # heap nothing else has used.
+      rm -f "$results"/scale_bench*.json
+      for n in ${scale_keys//,/ }; do
+        STRATA_BENCH_SCALE_KEYS=$n run "$name" "${name}_$n" --benchmark_repetitions=1
+      done ;;
     *) run "$name" "$name" --benchmark_repetitions="$slow_reps" ;;
   esac
 done

@@ -351,6 +351,65 @@ def engine_tables(rows, bare="strata_bare", logged="strata_logged"):
     return lines
 
 
+def growth(values):
+    """How a per-unit cost grows from the smallest to the largest size: the
+    factor per 10x of size, and a word for it."""
+    pts = [(n, v) for n, v in values if v]
+    if len(pts) < 2:
+        return "–"
+    (n0, v0), (n1, v1) = pts[0], pts[-1]
+    import math
+    per_decade = (v1 / v0) ** (1 / math.log10(n1 / n0))
+    word = "flat" if per_decade < 1.25 else ("about log n" if per_decade < 1.6 else "grows faster than log n")
+    return f"{per_decade:.2f}x per 10x: {word}"
+
+
+def scale_tables(rows):
+    """scale_bench: one row per key count, and how each per-key or per-operation
+    cost grows with the count."""
+    by_n = collections.defaultdict(dict)
+    for r in rows:
+        by_n[int(r["keys"])][(r["op"], r.get("store", ""))] = r
+    cols = [("write", "", "updates_per_second", "writes, k updates/s", 1e-3),
+            ("restore", "", "records_per_second", "restore, k records/s", 1e-3),
+            ("restore", "", "open_s", "log open s", 1),
+            ("restore", "", "store_bytes_per_key", "store bytes/key", 1),
+            ("restore", "", "peak_over_store", "restore peak / store", 1),
+            ("put", "bare", "ns_per_op", "put ns (bare)", 1),
+            ("put", "full_stack", "ns_per_op", "put ns (full stack)", 1),
+            ("get", "bare", "ns_per_op", "get ns (bare)", 1),
+            ("get", "full_stack", "ns_per_op", "get ns (full stack)", 1)]
+    lines = ["\n`hash_map_store<u64, u64>`, file log, one process per key count; uniform keys for put and get "
+             "(mean ns/op, a flush every 10k operations).",
+             "\n| keys | " + " | ".join(c[3] for c in cols) + " |",
+             "|---:|" + "---:|" * len(cols)]
+    for n in sorted(by_n):
+        cells = []
+        for op, store, field, _, scale in cols:
+            r = by_n[n].get((op, store))
+            cells.append(fmt(r[field] * scale) if r and field in r else "–")
+        lines.append(f"| {n:,} | " + " | ".join(cells) + " |")
+    lines += ["\nGrowth of each cost per key or per operation (a flat rate means the total grows linearly):", ""]
+    for op, store, field, label, _ in cols:
+        vals = []
+        for n in sorted(by_n):
+            r = by_n[n].get((op, store))
+            if r and field in r:
+                v = r[field]
+                # rates: time per unit is what grows
+                vals.append((n, 1 / v if field.endswith("per_second") else v))
+        if field == "open_s":  # a total, not a cost per key: constant time is the aim
+            g = growth(vals)
+            if g != "–":
+                factor = float(g.split("x")[0])
+                g = f"{factor:.2f}x per 10x of the log: " + (
+                    "constant" if factor < 1.5 else ("linear in the log's size" if factor > 5 else "sublinear"))
+            lines.append(f"- {label}: {g}")
+            continue
+        lines.append(f"- {label}: {growth(vals)}")
+    return lines
+
+
 def main():
     results = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "build-bench/results")
     out = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/benchmarks")
@@ -385,6 +444,8 @@ def main():
         lines += ["\n### The RocksDB store against RocksDB used directly"] + engine_tables(groups["rocksdb"])
     if groups.get("sqlite"):
         lines += ["\n### The SQLite store against SQLite used directly"] + engine_tables(groups["sqlite"])
+    if groups.get("scale"):
+        lines += ["\n### Scale: how the costs grow with the state"] + scale_tables(groups["scale"])
     (results / "tables.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {results / 'tables.md'} and {len(list(out.glob('*.png')))} plots in {out}")
 
