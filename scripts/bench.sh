@@ -17,7 +17,7 @@
 #   BENCH_KEYS          key counts of store_ops_bench, comma separated (default
 #                       1000000); each runs on its own, JSON store_ops_bench_<n>.json
 #   BENCH_BIG_KEYS      more key counts, run with BENCH_BIG_REPS repetitions and a
-#                       reduced set (8 B values, hashed stores and raw hash maps;
+#                       reduced set (8 B values; both stores bare, metered, logged, full stack;
 #                       default 10000000; empty to skip)
 #   BENCH_BIG_REPS      repetitions at BENCH_BIG_KEYS (default 3)
 #   BENCH_SCALE_KEYS    key counts of scale_bench, one process each (default
