@@ -107,7 +107,7 @@ def store_ops_tables(rows):
     clock = [r for r in rows if r["name"].startswith("store_ops/steady_clock_now")]
     if clock:
         lines.append(f"\n`steady_clock::now()`: {fmt(clock[0]['real_time'])} ns per call "
-                     "(the metered layer reads it twice per timed operation, one in 16 by default).")
+                     "(the metered layer reads it twice per timed operation, one in 128 by default).")
     return lines
 
 

@@ -44,8 +44,9 @@ struct metered_options {
     /// count every one. Reading the clock around an operation costs far more
     /// than the clock itself: it stops the processor from overlapping the
     /// memory accesses of consecutive operations (a get over an in-memory
-    /// hash map measured 5x slower timed than untimed). 1 times every one.
-    std::uint32_t time_one_in = 16;
+    /// hash map measured 5x slower timed than untimed; timing one in 16 still
+    /// cost half a bare get, one in 128 a few percent). 1 times every one.
+    std::uint32_t time_one_in = 128;
     /// Labels added to every series of the store, beside `store`: e.g. the
     /// task or partition, when several instances of one store (same name,
     /// one per partition) report to one registry.
@@ -78,7 +79,7 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
-        return observed(m_.get, [&] {
+        return observed<has_cache>(m_.get, [&] {
             if constexpr (has_cache) {
                 if (!cache().caches_reads()) return inner_.get(k);
                 // A miss may evict a dirty entry, which writes its record: observed counts it.
@@ -107,12 +108,12 @@ public:
     template <class S = Inner>
         requires ordered_kv_store<S>
     [[nodiscard]] auto range(const typename S::key_type& lo, const typename S::key_type& hi) const {
-        return observed(m_.range, [&] { return inner_.range(lo, hi); });
+        return observed<false>(m_.range, [&] { return inner_.range(lo, hi); });
     }
     template <class S = Inner>
         requires ordered_kv_store<S> || requires(const S& s) { s.all(); }
     [[nodiscard]] auto all() const {
-        return observed(m_.all, [&] { return inner_.all(); });
+        return observed<false>(m_.all, [&] { return inner_.all(); });
     }
 
     auto flush() {
@@ -152,17 +153,25 @@ private:
     }
 
     /// Counts f, times it when its turn comes, and counts the changelog
-    /// records it caused.
-    template <class F>
+    /// records it caused (unless it cannot write any: MayWrite false).
+    template <bool MayWrite = true, class F>
     decltype(auto) observed(const op_meter& op, F&& f) const {
-        const std::uint64_t before = records_below();
-        struct count_records {
-            const metered_store& self;
-            std::uint64_t before;
-            ~count_records() {
-                if (const auto n = self.records_below() - before) self.m_.records->inc(n);
-            }
-        } counting{*this, before};
+        if constexpr (has_log && MayWrite) {
+            struct count_records {
+                const metered_store& self;
+                std::uint64_t before;
+                ~count_records() {
+                    if (const auto n = self.records_below() - before) self.m_.records->inc(n);
+                }
+            } counting{*this, records_below()};
+            return timed(op, std::forward<F>(f));
+        } else {
+            return timed(op, std::forward<F>(f));
+        }
+    }
+    /// Counts f, and times it when its turn comes.
+    template <class F>
+    decltype(auto) timed(const op_meter& op, F&& f) const {
         op.count->inc();
         if (--op.until_timed != 0) return std::forward<F>(f)();
         op.until_timed = op.time_one_in;
