@@ -806,6 +806,12 @@ template <file_system Fs>
 void basic_file_log<Fs>::open() {
     fs_.create_directories(dir_);
     lock_ = fs_.lock(dir_ / lock_name);
+    // What this open reads must be durable before it removes anything on its
+    // word: a process that died between renaming a manifest and syncing the
+    // directory leaves a manifest that only the page cache holds, and removing
+    // the segment it no longer lists could, after a power loss, bring back the
+    // old manifest without that segment.
+    if (fs_.exists(dir_)) fs_.sync_directory(dir_);
     for (const auto& name : fs_.list(dir_))
         if (name.ends_with(temp_suffix) || name.ends_with(detail::index_temp_suffix) ||
             name == detail::manifest_temp_name)
@@ -862,6 +868,7 @@ void basic_file_log<Fs>::open() {
 template <file_system Fs>
 file_log_check basic_file_log<Fs>::repair(const std::filesystem::path& dir, Fs fs) {
     const auto lock = fs.lock(dir / lock_name);
+    fs.sync_directory(dir);  // as in open: build only on what is durable
     scan_result r = scan(fs, dir, scan_mode::every_frame);
     if (!r.manifest) {
         // Rebuild a lost manifest from the segment files: each closed one
