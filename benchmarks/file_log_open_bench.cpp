@@ -16,6 +16,18 @@
 //                 restore from a checkpoint 1000 records before the end
 // Counters: read_MB is the bytes the log's files hold (what an open that
 // checks every frame reads).
+//
+// Compaction: 10M updates of 1M keys (key i % 1M, 8-byte values), flushed
+// every 10'000 updates into 64 MiB segments:
+//   append_compact/<0|1>/keys:<k>
+//                         append + flush throughput with automatic compaction
+//                         off and on, over 1M keys (each updated 10 times) or
+//                         10M (each written once: compaction finds nothing to
+//                         drop, its cost alone); with it on, compact_s is the time of the
+//                         flushes that ran a compaction, cleaned_MBps the bytes
+//                         those compactions read over that time
+//   compact_all           compact() of the same log written without automatic
+//                         compaction: cleaned_MBps = bytes read / time
 
 #include <strata/changelog/file_log.hpp>
 #include <strata/serde/encode.hpp>
@@ -107,6 +119,77 @@ void bench_restore_tail(benchmark::State& state) {
     state.counters["read_MB"] = static_cast<double>(bytes) / 1e6;
 }
 
+constexpr u64 updates = 10'000'000;
+
+/// Appends the compaction workload; @returns the seconds spent in flushes
+/// that ran a compaction.
+double write_updates(strata::file_log& log, u64 update_keys = 1'000'000) {
+    strata::byte_buffer key, value;
+    double compact_s = 0;
+    for (u64 i = 0; i < updates; ++i) {
+        key.clear();
+        value.clear();
+        strata::encode(i % update_keys, key);
+        strata::encode(i, value);
+        log.append(strata::record_view{key, strata::bytes_view(value)});
+        if ((i + 1) % flush_every == 0) {
+            const std::size_t passes = log.compaction_totals().passes;
+            const auto t0 = clock_type::now();
+            log.flush();
+            if (log.compaction_totals().passes != passes) compact_s += seconds_since(t0);
+        }
+    }
+    log.flush();
+    return compact_s;
+}
+
+void report_compaction(benchmark::State& state, const strata::compaction_stats& c, double seconds) {
+    state.counters["passes"] = static_cast<double>(c.passes);
+    state.counters["read_MB"] = static_cast<double>(c.bytes_read) / 1e6;
+    state.counters["rewritten_MB_before"] = static_cast<double>(c.bytes_before) / 1e6;
+    state.counters["rewritten_MB_after"] = static_cast<double>(c.bytes_after) / 1e6;
+    state.counters["compact_s"] = seconds;
+    state.counters["cleaned_MBps"] = seconds > 0 ? static_cast<double>(c.bytes_read) / 1e6 / seconds : 0.0;
+}
+
+void bench_append_compact(benchmark::State& state) {
+    const bool compact = state.range(0) != 0;
+    const auto keys = static_cast<u64>(state.range(1));
+    const fs::path dir = bench::bench_dir() / "file_log_compact";
+    for (auto _ : state) {
+        fs::remove_all(dir);
+        const auto t0 = clock_type::now();
+        strata::file_log log(dir, {.auto_compact = compact});
+        const double compact_s = write_updates(log, keys);
+        state.SetIterationTime(seconds_since(t0));
+        report_compaction(state, log.compaction_totals(), compact_s);
+        u64 bytes = 0;
+        for (const auto& p : log.segment_paths()) bytes += fs::file_size(p);
+        state.counters["log_MB_at_end"] = static_cast<double>(bytes) / 1e6;
+    }
+    state.counters["records_per_second"] =
+        benchmark::Counter(static_cast<double>(updates), benchmark::Counter::kIsIterationInvariantRate);
+    fs::remove_all(dir);
+}
+
+void bench_compact_all(benchmark::State& state) {
+    const fs::path dir = bench::bench_dir() / "file_log_compact_all";
+    for (auto _ : state) {
+        fs::remove_all(dir);
+        {
+            strata::file_log log(dir, {.auto_compact = false});
+            write_updates(log);
+        }
+        strata::file_log log(dir, {.auto_compact = false});
+        const auto t0 = clock_type::now();
+        const auto stats = log.compact();
+        const double s = seconds_since(t0);
+        state.SetIterationTime(s);
+        report_compaction(state, stats, s);
+    }
+    fs::remove_all(dir);
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
     b->Arg(1'000'000)->Arg(10'000'000);
     if (const char* e = std::getenv("STRATA_BENCH_OPEN_100M"); e && std::string(e) == "1") b->Arg(100'000'000);
@@ -117,6 +200,9 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(bench_open, cold, true)->Name("file_log/op:open_cold/records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bench_open, warm, false)->Name("file_log/op:open_warm/records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 BENCHMARK(bench_restore_tail)->Name("file_log/op:restore_tail_cold/records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+
+BENCHMARK(bench_append_compact)->Name("file_log/op:append_compact")->ArgNames({"", "keys"})->Args({0, 1'000'000})->Args({1, 1'000'000})->Args({0, 10'000'000})->Args({1, 10'000'000})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(bench_compact_all)->Name("file_log/op:compact_all")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);

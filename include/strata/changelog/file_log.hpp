@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -152,6 +153,14 @@ struct file_log_check {
         problem = std::move(what);
     }
 };
+
+namespace detail {
+/// Hashes std::string keys and the string_views that look them up alike.
+struct string_view_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const noexcept { return std::hash<std::string_view>{}(k); }
+};
+}  // namespace detail
 
 /// @brief A durable changelog in a local directory; satisfies `changelog`.
 ///
@@ -1169,9 +1178,13 @@ compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
     // The latest offset of each key of the dirty part taken, and of the
     // active segment's flushed records when the pass reaches it (its records
     // supersede, but it is never rewritten).
-    std::unordered_map<std::string, offset_t> latest;
+    // Looked up by string_view: no key is copied to be looked up.
+    std::unordered_map<std::string, offset_t, detail::string_view_hash, std::equal_to<>> latest;
     auto note_latest = [&](const detail::segment_item& it) {
-        if (it.what == kind::record) latest[std::string(as_chars(it.rec.key))] = it.rec.offset;
+        if (it.what != kind::record) return;
+        const std::string_view key = as_chars(it.rec.key);
+        if (const auto m = latest.find(key); m != latest.end()) m->second = it.rec.offset;
+        else latest.emplace(std::string(key), it.rec.offset);
     };
     for (std::size_t i = clean; i < stop; ++i) for_each_frame(segments_[i], note_latest);
     if (stop == sealed && segments_.back().bytes > 0) for_each_frame(segments_.back(), note_latest);
@@ -1179,7 +1192,7 @@ compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
     const std::int64_t now = now_ms();
     enum class verdict { keep, superseded, expired_tombstone };
     auto judge = [&](const segment& s, const detail::segment_item& it) {
-        const auto m = latest.find(std::string(as_chars(it.rec.key)));
+        const auto m = latest.find(as_chars(it.rec.key));
         if (m != latest.end() && m->second > it.rec.offset) return verdict::superseded;
         // The latest record of its key in segments [0, stop), all of which
         // this pass rewrites oldest first: every older value of the key goes
