@@ -17,13 +17,22 @@
 ///   was flushed (see changelog/detail/log_metadata.hpp). A missing segment,
 ///   a segment cut short, or damage to flushed bytes is reported on open as
 ///   `corruption_error` naming the file and byte offset, and nothing is cut.
+/// - Opening costs the same for any size of log: each sealed segment has an
+///   index (changelog/detail/segment_index.hpp) that opening reads instead of
+///   the segment, falling back to reading the segment when the index is
+///   missing, damaged or does not fit it; only the active segment is always
+///   read whole. Damage inside a sealed segment is reported by the replay
+///   that reads it, and by `verify`, which reads everything.
 ///   `file_log::verify` inspects a log without changing it and
 ///   `file_log::repair` cuts it to its last intact flush (also as the
 ///   command `strata-log`).
 /// - `replay(from)` is a snapshot taken when it is called: the flushed bytes
 ///   of every segment at that moment plus a copy of the unflushed records, so
 ///   it yields every record appended so far, like `memory_log` does. It
-///   opens one segment file at a time.
+///   opens one segment file at a time, starting with the one holding `from`,
+///   near `from` (by its sparse index).
+/// - `flush` compacts sealed segments when enough of them is dirty (see
+///   `compact`): the latest record of each key stays, at its offset.
 /// - One process at a time: the directory is locked with flock(2).
 ///
 /// `basic_file_log<Fs>` does all its I/O through the file system `Fs` (see
@@ -170,9 +179,11 @@ class basic_file_log {
 public:
     class replay_range;
 
-    /// @brief Opens (creating it if needed) the log in `dir`: checks every
-    /// segment against the manifest and the witness, and cuts frames of a
-    /// flush that never returned off the active segment.
+    /// @brief Opens (creating it if needed) the log in `dir`: checks each
+    /// sealed segment through its index (or, lacking a usable one, frame by
+    /// frame) and the active segment frame by frame against the manifest and
+    /// the witness, and cuts frames of a flush that never returned off the
+    /// active segment.
     /// @throws corruption_error a segment is missing, cut short or damaged
     ///         where a flush returned; the log is left as it was
     /// @throws changelog_error an I/O error, or the directory is open elsewhere
@@ -1175,9 +1186,11 @@ compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
         }
     };
 
-    // The latest offset of each key of the dirty part taken, and of the
-    // active segment's flushed records when the pass reaches it (its records
-    // supersede, but it is never rewritten).
+    // The latest offset of each key of the dirty part taken, and, for
+    // `compact()`, of the active segment's flushed records (they supersede,
+    // but are never rewritten). Automatic compaction leaves the active
+    // segment out, as Kafka's cleaner does: reading up to `segment_bytes` at
+    // every pass would cost more than the records it lets go a seal earlier.
     // Looked up by string_view: no key is copied to be looked up.
     std::unordered_map<std::string, offset_t, detail::string_view_hash, std::equal_to<>> latest;
     auto note_latest = [&](const detail::segment_item& it) {
@@ -1187,7 +1200,7 @@ compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
         else latest.emplace(std::string(key), it.rec.offset);
     };
     for (std::size_t i = clean; i < stop; ++i) for_each_frame(segments_[i], note_latest);
-    if (stop == sealed && segments_.back().bytes > 0) for_each_frame(segments_.back(), note_latest);
+    if (everything && segments_.back().bytes > 0) for_each_frame(segments_.back(), note_latest);
 
     const std::int64_t now = now_ms();
     enum class verdict { keep, superseded, expired_tombstone };
@@ -1209,12 +1222,17 @@ compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
         segment& s = segments_[i];
         std::uint64_t keep = 0, drop = 0, tombstones = 0;
         detail::sparse_index_builder unchanged_entries(options_.index_interval_bytes);
+        std::vector<std::uint64_t> dropped_at;  // where the frames to drop start, for the rewrite
         for_each_frame(s, [&](const detail::segment_item& it) {
             if (it.what != kind::record) return;
             unchanged_entries.add(it.rec.offset, it.pos);
             const verdict v = judge(s, it);
-            if (v == verdict::keep) ++keep;
-            else ++drop;
+            if (v == verdict::keep) {
+                ++keep;
+                return;
+            }
+            ++drop;
+            dropped_at.push_back(it.pos);
             if (v == verdict::expired_tombstone) ++tombstones;
         });
         if (drop == 0) {
@@ -1267,9 +1285,14 @@ compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
             // The records kept, then the segment's last commit frame, which
             // says where its flushes end.
             byte_buffer last_commit;
+            std::size_t next_drop = 0;
             for_each_frame(s, [&](const detail::segment_item& it) {
                 if (it.what == kind::commit) last_commit.assign(it.raw.begin(), it.raw.end());
-                if (it.what != kind::record || judge(s, it) != verdict::keep) return;
+                if (it.what != kind::record) return;
+                if (next_drop < dropped_at.size() && dropped_at[next_drop] == it.pos) {
+                    ++next_drop;
+                    return;
+                }
                 entries.add(it.rec.offset, written + buf.size());
                 if (after.records++ == 0) after.first = it.rec.offset;
                 after.last = it.rec.offset;
