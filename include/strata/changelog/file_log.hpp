@@ -89,8 +89,10 @@ struct file_log_options {
     double min_dirty_ratio = 0.5;
     /// At most this many bytes of not yet compacted segments take part in one
     /// compaction (at least one segment does); the rest waits for the next
-    /// flush. Bounds a flush's extra work and the memory of the key map.
-    std::uint64_t max_compaction_bytes = std::uint64_t{256} << 20;
+    /// flush. Bounds a flush's extra work and the memory of the key map: one
+    /// entry (the key, an offset, about 60 bytes more) per distinct key in
+    /// those bytes, about 100 MiB at worst for 64 MiB of 45-byte records.
+    std::uint64_t max_compaction_bytes = std::uint64_t{64} << 20;
     /// A tombstone may leave the log only once its segment was sealed this
     /// long ago. Until then a store restoring from a checkpoint below the
     /// tombstone still sees the delete; a store whose checkpoint is older
