@@ -85,8 +85,10 @@ MUTANTS = [
     ("flush-end-off-by-one", FILE_LOG,
      "file_log::flush returns one less than the durable end (the checkpoint then names it)",
      [("        write_witness();\n"
+       "        compact_automatically();\n"
        "        return durable_end_;\n",
        "        write_witness();\n"
+       "        compact_automatically();\n"
        "        return durable_end_ - 1;\n")]),
     ("dropped-tombstone", LOGGED,
      "logged::erase writes the erased key as a live (empty) value instead of a tombstone",
@@ -123,13 +125,13 @@ MUTANTS = [
      "the open-time scan counts a record as committed as soon as it is read: frames after "
      "the last commit frame (a flush that never returned) are kept instead of cut",
      [("                last = it.rec.offset;\n"
-       "                ++unconfirmed;\n"
-       "                continue;\n",
+       "                if (unconfirmed++ == 0) first_unconfirmed = it.rec.offset;\n",
        "                last = it.rec.offset;\n"
        "                c.intact_end = it.rec.offset + 1;\n"
        "                ++c.records;\n"
        "                r.intact_bytes = it.pos + it.raw.size();\n"
-       "                continue;\n")]),
+       "                if (s.records++ == 0) s.first = it.rec.offset;\n"
+       "                s.last = it.rec.offset;\n")]),
     ("unfinished-not-cut", FILE_LOG,
      "opening a log does not truncate the bytes of an unfinished flush: the next flush is "
      "appended after the torn frames",
@@ -138,12 +140,10 @@ MUTANTS = [
     ("compaction-resurrects-deleted", FILE_LOG,
      "compaction ignores tombstones when it finds each key's latest record: it drops the "
      "tombstone and keeps the deleted key's older value",
-     [("            if (it.what == kind::record) latest[std::string(as_chars(it.rec.key))] = it.rec.offset;\n",
-       "            if (it.what == kind::record && it.rec.value) latest[std::string(as_chars(it.rec.key))] = it.rec.offset;\n"),
-      ("        return it.what == kind::record && latest.find(std::string(as_chars(it.rec.key)))->second == it.rec.offset;\n",
-       "        if (it.what != kind::record) return false;\n"
-       "        const auto l = latest.find(std::string(as_chars(it.rec.key)));\n"
-       "        return l != latest.end() && l->second == it.rec.offset;\n")]),
+     [("        if (it.what != kind::record) return;\n"
+       "        const std::string_view key = as_chars(it.rec.key);\n",
+       "        if (it.what != kind::record || !it.rec.value) return;\n"
+       "        const std::string_view key = as_chars(it.rec.key);\n")]),
     ("checkpoint-before-flush", LOGGED,
      "logged::flush saves the checkpoint (the log's end offset) before it flushes the log: a "
      "failed or interrupted flush leaves a checkpoint naming records that are not durable",

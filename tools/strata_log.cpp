@@ -36,6 +36,10 @@ void print(const std::filesystem::path& dir, const strata::file_log_check& c) {
                     static_cast<unsigned long long>(c.unfinished_bytes));
     for (const auto& f : c.stray_files)
         std::printf("stray segment:    %s (not in the manifest; opening the log removes it)\n", f.c_str());
+    // Not damage: an index only saves reading. A log written before sealed
+    // segments had indexes lists them all; opening it writes them.
+    for (const auto& f : c.unindexed_segments)
+        std::printf("no usable index:  %s (opening the log reads it whole, and writes its index)\n", f.c_str());
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ offset_t check_log(const std::filesystem::path& dir, std::uint64_t seed, file_lo
 }  // namespace
 
 TEST_CASE("file_log keeps every flushed record, and whole flushes only, when its writer is killed at random") {
-    const file_log_options opts{.segment_bytes = 64 * 1024};
+    const file_log_options opts{.segment_bytes = 64 * 1024, .auto_compact = false};
     std::mt19937 rng(20240611);
     constexpr int dirs = 4, kills_per_dir = 25;
     int runs_with_progress = 0;
@@ -184,8 +184,8 @@ void check_records(file_log& log, const std::vector<record>& want, std::size_t c
 }  // namespace
 
 TEST_CASE("file_log cuts a last frame torn at any byte") {
-    const auto opts = GENERATE(file_log_options{.segment_bytes = 1 << 20},  // one segment
-                               file_log_options{.segment_bytes = 60});      // one frame per segment
+    const auto opts = GENERATE(file_log_options{.segment_bytes = 1 << 20, .auto_compact = false},  // one segment
+                               file_log_options{.segment_bytes = 60, .auto_compact = false});  // one frame per segment
     temp_dir dir;
     const built_log b = build(dir.path(), opts, 12);
     const auto original = read_bytes(b.last_segment);

@@ -96,7 +96,7 @@ std::vector<std::filesystem::path> segments(const std::filesystem::path& dir) {
 }  // namespace
 
 TEST_CASE("a deleted segment, first, middle or last, stops the log from opening", "[file_log][durability]") {
-    const file_log_options opts{.segment_bytes = 200};
+    const file_log_options opts{.segment_bytes = 200, .auto_compact = false};
     for (const char* which : {"first", "middle", "last"}) {
         INFO(which);
         temp_dir dir;
@@ -111,7 +111,7 @@ TEST_CASE("a deleted segment, first, middle or last, stops the log from opening"
 }
 
 TEST_CASE("a segment cut at a frame boundary stops the log from opening", "[file_log][durability]") {
-    const file_log_options opts{.segment_bytes = 200};
+    const file_log_options opts{.segment_bytes = 200, .auto_compact = false};
     temp_dir dir;
     const auto records = build(dir.path(), opts, 12);
     const auto segs = segments(dir.path());
@@ -169,7 +169,7 @@ TEST_CASE("damage to flushed bytes of the last segment is reported, not cut as a
 
 TEST_CASE("a flush cut short by a crash comes back not at all: a multi-record update is never half applied",
           "[file_log][durability]") {
-    const auto opts = GENERATE(file_log_options{}, file_log_options{.segment_bytes = 300});
+    const auto opts = GENERATE(file_log_options{}, file_log_options{.segment_bytes = 300, .auto_compact = false});
     temp_dir dir;
     std::vector<record> records;
     std::vector<char> witness_before;
@@ -242,8 +242,8 @@ TEST_CASE("a flush that fails part way leaves none of its records durable", "[fi
 
 TEST_CASE("a log of more segments than the process may open files replays", "[file_log][durability]") {
     temp_dir dir;
-    const auto records = build(dir.path(), {.segment_bytes = 64}, 300, 1);
-    file_log log(dir.path(), {.segment_bytes = 64});
+    const auto records = build(dir.path(), {.segment_bytes = 64, .auto_compact = false}, 300, 1);
+    file_log log(dir.path(), {.segment_bytes = 64, .auto_compact = false});
     REQUIRE(log.segment_count() >= 300);
     struct ::rlimit old {};
     REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
@@ -265,7 +265,7 @@ TEST_CASE("a log of more segments than the process may open files replays", "[fi
 
 TEST_CASE("verify reports damage without changing the log, repair cuts it to its last intact flush",
           "[file_log][durability]") {
-    const file_log_options opts{.segment_bytes = 200};
+    const file_log_options opts{.segment_bytes = 200, .auto_compact = false};
     temp_dir dir;
     const auto records = build(dir.path(), opts, 12);
     const auto segs = segments(dir.path());
@@ -303,7 +303,7 @@ TEST_CASE("verify reports damage without changing the log, repair cuts it to its
 }
 
 TEST_CASE("repair rebuilds a lost manifest from the segments", "[file_log][durability]") {
-    const file_log_options opts{.segment_bytes = 200};
+    const file_log_options opts{.segment_bytes = 200, .auto_compact = false};
     temp_dir dir;
     const auto records = build(dir.path(), opts, 10);
     std::filesystem::remove(dir.path() / "strata.manifest");
@@ -319,7 +319,7 @@ TEST_CASE("repair cuts a segment that starts below the end of the segment before
     // Found by fuzzing (test/fuzz/file_log_fuzz.cpp): repair kept such a
     // segment as the active one, emptied, so the repaired log still started
     // below its predecessor's end and neither opened nor could be repaired.
-    const file_log_options opts{.segment_bytes = 200};
+    const file_log_options opts{.segment_bytes = 200, .auto_compact = false};
     temp_dir dir;
     const auto records = build(dir.path(), opts, 10);
     const auto segs = segments(dir.path());

@@ -60,8 +60,13 @@ const std::filesystem::path log_dir = "/data/accounts";
 /// Segments small enough that flushes roll them often: mostly one page, so
 /// a flush larger than a page gets a segment of its own, sometimes a few
 /// pages, so a flush can start in one page and end in the next.
+/// Automatic compaction runs at most flushes that seal a segment; at half the
+/// points tombstones may go at once, so crashes also hit the rewrites that
+/// drop them.
 strata::file_log_options options_for(std::uint64_t choice) {
-    return {.segment_bytes = std::array<std::uint64_t, 4>{4096, 4096, 10000, 30000}[choice % 4]};
+    return {.segment_bytes = std::array<std::uint64_t, 4>{4096, 4096, 10000, 30000}[choice % 4],
+            .min_dirty_ratio = (choice / 4) % 2 == 0 ? 0.2 : 0.5,
+            .delete_retention = (choice / 8) % 2 == 0 ? std::chrono::milliseconds(0) : std::chrono::hours(24)};
 }
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finalizer

@@ -157,7 +157,7 @@ TEST_CASE("file_log drops records that were never flushed") {
 
 TEST_CASE("file_log rolls segments by size and replays from any offset") {
     temp_dir dir;
-    const file_log_options opts{.segment_bytes = 1024};
+    const file_log_options opts{.segment_bytes = 1024, .auto_compact = false};
     std::vector<record> want;
     {
         file_log log(dir.path(), opts);
@@ -208,7 +208,7 @@ TEST_CASE("file_log rolls segments by size and replays from any offset") {
 
 TEST_CASE("file_log replay is a snapshot and can be restarted") {
     temp_dir dir;
-    file_log log(dir.path(), {.segment_bytes = 256});
+    file_log log(dir.path(), {.segment_bytes = 256, .auto_compact = false});
     for (int i = 0; i < 20; ++i) log.append(make_record("k", std::to_string(i)).view());
     log.flush();
     log.append(make_record("pending", "p").view());
@@ -290,7 +290,7 @@ TEST_CASE("a file_log refused its directory says who holds it") {
 
 TEST_CASE("file_log compaction keeps the latest record per key with its offset") {
     temp_dir dir;
-    const file_log_options opts{.segment_bytes = 512};
+    const file_log_options opts{.segment_bytes = 512, .auto_compact = false};
     std::vector<record> all;
     std::map<std::string, offset_t> latest;
     {
@@ -365,7 +365,7 @@ TEST_CASE("file_log compaction keeps the latest record per key with its offset")
 
 TEST_CASE("file_log compaction removes closed segments whose keys all reappear later") {
     temp_dir dir;
-    file_log log(dir.path(), {.segment_bytes = 200});
+    file_log log(dir.path(), {.segment_bytes = 200, .auto_compact = false});
     for (int round = 0; round < 3; ++round)
         for (int k = 0; k < 20; ++k) {
             log.append(make_record("key" + std::to_string(k), std::to_string(round)).view());
@@ -429,7 +429,7 @@ TEST_CASE("file_log treats any damage in an earlier segment as corruption") {
     temp_dir dir;
     std::vector<std::filesystem::path> paths;
     {
-        file_log log(dir.path(), {.segment_bytes = 100});
+        file_log log(dir.path(), {.segment_bytes = 100, .auto_compact = false});
         for (int i = 0; i < 10; ++i) {
             log.append(make_record("k", value_for(static_cast<offset_t>(i), 40)).view());
             log.flush();
@@ -467,7 +467,7 @@ TEST_CASE("file_log treats any damage in an earlier segment as corruption") {
 TEST_CASE("file_log rejects segments whose offsets go backwards") {
     temp_dir dir;
     {
-        file_log log(dir.path(), {.segment_bytes = 100});
+        file_log log(dir.path(), {.segment_bytes = 100, .auto_compact = false});
         for (int i = 0; i < 6; ++i) {
             log.append(make_record("k", value_for(static_cast<offset_t>(i), 60)).view());
             log.flush();

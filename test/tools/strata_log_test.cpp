@@ -74,3 +74,35 @@ TEST_CASE("strata-log verify finds damage without changing the log; repair cuts 
     CHECK(run("verify").first == 2);
     CHECK(run("verify " + (dir.path() / "nothing here").string()).first == 2);
 }
+
+TEST_CASE("strata-log verify names sealed segments without a usable index, which opening indexes again", "[tools]") {
+    strata::test::temp_dir dir;
+    const auto log_dir = dir.path() / "log";
+    std::vector<std::filesystem::path> segs;
+    std::vector<strata::offset_t> bases;
+    {
+        strata::file_log log(log_dir, {.segment_bytes = 200, .auto_compact = false});
+        for (int i = 0; i < 20; ++i) {
+            log.append(strata::test::make_record("k" + std::to_string(i), "value").view());
+            log.flush();
+        }
+        segs = log.segment_paths();
+        bases = log.segment_base_offsets();
+    }
+    REQUIRE(segs.size() >= 3);
+    auto [ok, report] = run("verify " + log_dir.string());
+    INFO(report);
+    CHECK(ok == 0);
+    CHECK(report.find("no usable index") == std::string::npos);
+
+    // As a log written before sealed segments had indexes.
+    std::filesystem::remove(log_dir / strata::detail::index_file_name(bases[1]));
+    auto [still_ok, unindexed] = run("verify " + log_dir.string());
+    INFO(unindexed);
+    CHECK(still_ok == 0);  // not damage
+    CHECK(unindexed.find("no usable index:  " + segs[1].string()) != std::string::npos);
+    CHECK(unindexed.find(segs[0].string() + " (opening") == std::string::npos);
+
+    { strata::file_log reopened(log_dir); }
+    CHECK(run("verify " + log_dir.string()).second.find("no usable index") == std::string::npos);
+}

@@ -17,13 +17,22 @@
 ///   was flushed (see changelog/detail/log_metadata.hpp). A missing segment,
 ///   a segment cut short, or damage to flushed bytes is reported on open as
 ///   `corruption_error` naming the file and byte offset, and nothing is cut.
+/// - Opening costs the same for any size of log: each sealed segment has an
+///   index (changelog/detail/segment_index.hpp) that opening reads instead of
+///   the segment, falling back to reading the segment when the index is
+///   missing, damaged or does not fit it; only the active segment is always
+///   read whole. Damage inside a sealed segment is reported by the replay
+///   that reads it, and by `verify`, which reads everything.
 ///   `file_log::verify` inspects a log without changing it and
 ///   `file_log::repair` cuts it to its last intact flush (also as the
 ///   command `strata-log`).
 /// - `replay(from)` is a snapshot taken when it is called: the flushed bytes
 ///   of every segment at that moment plus a copy of the unflushed records, so
 ///   it yields every record appended so far, like `memory_log` does. It
-///   opens one segment file at a time.
+///   opens one segment file at a time, starting with the one holding `from`,
+///   near `from` (by its sparse index).
+/// - `flush` compacts sealed segments when enough of them is dirty (see
+///   `compact`): the latest record of each key stays, at its offset.
 /// - One process at a time: the directory is locked with flock(2).
 ///
 /// `basic_file_log<Fs>` does all its I/O through the file system `Fs` (see
@@ -32,14 +41,18 @@
 #include <strata/changelog/detail/frame.hpp>
 #include <strata/changelog/detail/log_metadata.hpp>
 #include <strata/changelog/detail/segment.hpp>
+#include <strata/changelog/detail/segment_index.hpp>
 #include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -60,15 +73,59 @@ struct file_log_options {
     /// larger than this gets a segment of its own. Only closed segments are
     /// compacted, so smaller segments compact sooner.
     std::uint64_t segment_bytes = std::uint64_t{64} << 20;
+
+    /// Bytes between two entries of a segment's sparse index (offset -> byte
+    /// position), which lets `replay(from)` start reading near `from`: a
+    /// replay from a checkpoint reads at most this much it does not need.
+    std::uint64_t index_interval_bytes = std::uint64_t{64} << 10;
+
+    /// Compact sealed segments automatically, at the end of a `flush()` (see
+    /// `basic_file_log::compact`), when the dirty ratio below is reached.
+    bool auto_compact = true;
+    /// An automatic compaction runs once the bytes of sealed segments not yet
+    /// compacted reach this share of all sealed bytes. Each compaction reads
+    /// the compacted part again, so this bounds the bytes a compaction reads
+    /// to about (dirty bytes) / ratio, as Kafka's min.cleanable.dirty.ratio.
+    double min_dirty_ratio = 0.5;
+    /// At most this many bytes of not yet compacted segments take part in one
+    /// compaction (at least one segment does); the rest waits for the next
+    /// flush. Bounds a flush's extra work and the memory of the key map: one
+    /// entry (the key, an offset, about 60 bytes more) per distinct key in
+    /// those bytes, about 100 MiB at worst for 64 MiB of 45-byte records.
+    std::uint64_t max_compaction_bytes = std::uint64_t{64} << 20;
+    /// A tombstone may leave the log only once its segment was sealed this
+    /// long ago. Until then a store restoring from a checkpoint below the
+    /// tombstone still sees the delete; a store whose checkpoint is older
+    /// than this when it restores may miss deletes (Kafka's
+    /// delete.retention.ms, default one day too).
+    std::chrono::milliseconds delete_retention = std::chrono::hours(24);
+    /// The wall clock that dates sealed segments; a test can set its own.
+    std::chrono::system_clock::time_point (*clock)() = &std::chrono::system_clock::now;
 };
 
-/// @brief What one `file_log::compact()` did.
+/// @brief What one `file_log::compact()` did (or, summed, all compactions
+/// of an open log: `file_log::compaction_totals()`).
 struct compaction_stats {
     std::size_t segments_rewritten = 0;
     std::size_t segments_removed = 0;  ///< closed segments left with no record at all
-    std::uint64_t records_dropped = 0;
+    std::uint64_t records_dropped = 0;  ///< tombstones included
+    std::uint64_t tombstones_dropped = 0;
+    std::uint64_t bytes_read = 0;      ///< segment bytes read to build the key map and rewrite
     std::uint64_t bytes_before = 0;    ///< of the segments rewritten or removed
     std::uint64_t bytes_after = 0;
+    std::size_t passes = 0;            ///< compactions that ran
+
+    compaction_stats& operator+=(const compaction_stats& o) noexcept {
+        segments_rewritten += o.segments_rewritten;
+        segments_removed += o.segments_removed;
+        records_dropped += o.records_dropped;
+        tombstones_dropped += o.tombstones_dropped;
+        bytes_read += o.bytes_read;
+        bytes_before += o.bytes_before;
+        bytes_after += o.bytes_after;
+        passes += o.passes;
+        return *this;
+    }
 };
 
 /// @brief What `file_log::verify` found in a log, or what `file_log::repair` did.
@@ -89,6 +146,11 @@ struct file_log_check {
     /// Segment files the manifest does not list (left by a segment roll or a
     /// compaction that a crash interrupted): opening the log removes them.
     std::vector<std::filesystem::path> stray_files;
+    /// Closed segments whose index is missing, damaged or disagrees with the
+    /// segment (a log written before indexes existed, or a crash while one
+    /// was written): opening reads the whole segment instead of its index,
+    /// and writes the index.
+    std::vector<std::filesystem::path> unindexed_segments;
     /// repair only: bytes cut from the damaged segment and after it, and
     /// the segment files removed.
     std::uint64_t bytes_cut = 0;
@@ -103,6 +165,14 @@ struct file_log_check {
     }
 };
 
+namespace detail {
+/// Hashes std::string keys and the string_views that look them up alike.
+struct string_view_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const noexcept { return std::hash<std::string_view>{}(k); }
+};
+}  // namespace detail
+
 /// @brief A durable changelog in a local directory; satisfies `changelog`.
 ///
 /// Movable, not copyable; not safe to use from several threads at once.
@@ -111,9 +181,11 @@ class basic_file_log {
 public:
     class replay_range;
 
-    /// @brief Opens (creating it if needed) the log in `dir`: checks every
-    /// segment against the manifest and the witness, and cuts frames of a
-    /// flush that never returned off the active segment.
+    /// @brief Opens (creating it if needed) the log in `dir`: checks each
+    /// sealed segment through its index (or, lacking a usable one, frame by
+    /// frame) and the active segment frame by frame against the manifest and
+    /// the witness, and cuts frames of a flush that never returned off the
+    /// active segment.
     /// @throws corruption_error a segment is missing, cut short or damaged
     ///         where a flush returned; the log is left as it was
     /// @throws changelog_error an I/O error, or the directory is open elsewhere
@@ -164,6 +236,7 @@ public:
             fs_.append(active_, pending_, s.path);
             fs_.sync_data(active_, s.path);
             writing_ = false;
+            note_flushed(s);
             s.bytes += pending_.size();
         } catch (...) {
             fail_flush();
@@ -174,6 +247,7 @@ public:
         // every flush costs page faults on every commit.
         pending_.clear();
         write_witness();
+        compact_automatically();
         return durable_end_;
     }
 
@@ -191,25 +265,54 @@ public:
 
     /// @brief Rewrites the closed segments so that each keeps only records
     /// whose key has no later durable record anywhere in the log (and its
-    /// last commit frame). Offsets are kept, so replay afterwards shows gaps.
-    /// Tombstones are kept too: a tombstone must stay until no older value
-    /// of its key can be replayed, and keeping it is the simple choice that
-    /// is always correct.
+    /// last commit frame), and drops tombstones that are the latest record
+    /// of their key once their segment was sealed `delete_retention` ago.
+    /// Offsets are kept, so replay afterwards shows gaps.
     ///
-    /// Crash safe: a segment is rewritten to a temporary file, fsynced and
-    /// renamed over the original, then the directory is fsynced; a segment
-    /// left empty leaves the manifest before its file is removed. Unflushed
-    /// appends neither take part nor supersede anything (they may never be
-    /// durable). A replay already started reads segments it has not reached
-    /// yet as compacted: it skips records that later records supersede,
-    /// and rebuilds the same state.
-    compaction_stats compact();
+    /// `flush()` runs the same compaction by itself (`auto_compact`), as
+    /// Kafka's log cleaner does: the sealed segments are a clean head, whose
+    /// keys are unique, and a dirty tail. Once the dirty bytes reach
+    /// `min_dirty_ratio` of the sealed bytes, a map of the latest offset of
+    /// each key in the dirty tail (at most `max_compaction_bytes` of it) is
+    /// built and the head and that part of the tail are rewritten through it.
+    /// `compact()` does it for every sealed segment at once, whatever the ratio.
+    ///
+    /// Crash safe: a segment and then its index are rewritten to temporary
+    /// files, fsynced and renamed over the originals, then the directory is
+    /// fsynced; a segment left empty leaves the manifest before its files are
+    /// removed. Segments are rewritten oldest first, so a tombstone leaves
+    /// the log only after every older value of its key. Unflushed appends
+    /// neither take part nor supersede anything (they may never be durable).
+    /// A replay already started reads segments it has not reached yet as
+    /// compacted: it skips records that later records supersede, and
+    /// rebuilds the same state.
+    compaction_stats compact() {
+        check_usable();
+        const compaction_stats stats = compact_pass(true);
+        totals_ += stats;
+        return stats;
+    }
+
+    /// @brief What every compaction of this open log did, summed.
+    [[nodiscard]] const compaction_stats& compaction_totals() const noexcept { return totals_; }
+
+    /// @brief Why automatic compaction stopped, if it did. A failed automatic
+    /// compaction leaves the log as consistent as a crash would, the flush
+    /// that ran it has returned its records durable, and the log goes on
+    /// without compacting until it is reopened (as Kafka marks a partition
+    /// uncleanable instead of failing its writes).
+    [[nodiscard]] const std::optional<std::string>& compaction_failure() const noexcept {
+        return compaction_failure_;
+    }
 
     /// @brief Checks the log in `dir` without changing anything, and reports
     /// the first damage, if any, and what opening or repairing would cut.
     /// Run it while no process has the log open.
+    /// Unlike opening, it reads every frame of every segment, sealed ones
+    /// included, and lists the sealed segments whose index opening could
+    /// not use.
     [[nodiscard]] static file_log_check verify(const std::filesystem::path& dir, Fs fs = {}) {
-        return scan(fs, dir).check;
+        return scan(fs, dir, scan_mode::every_frame).check;
     }
 
     /// @brief Cuts the log in `dir` to its last intact flush: truncates the
@@ -243,6 +346,28 @@ private:
         std::filesystem::path path;
         std::uint64_t bytes = 0;  ///< bytes of its returned flushes
         offset_t end = 0;         ///< end offset of its last flush (closed segments)
+        std::uint64_t records = 0;
+        offset_t first = 0;       ///< offset of its first record, when it has one
+        offset_t last = 0;        ///< offset of its last record, when it has one
+        std::int64_t sealed_at_ms = 0;
+        bool cleaned = false;     ///< compacted: see compact_pass
+        bool indexed = false;     ///< closed, and its index file is current
+        /// Sparse entries, when the segment was read on open (the active one,
+        /// and a closed one whose index could not be used).
+        std::vector<detail::index_entry> entries;
+
+        [[nodiscard]] static segment make(offset_t base, std::filesystem::path path, offset_t end) {
+            segment s;
+            s.base = base;
+            s.path = std::move(path);
+            s.end = end;
+            return s;
+        }
+
+        [[nodiscard]] detail::segment_summary summary() const {
+            return {base, bytes, end, records > 0 ? first : end, records > 0 ? last : base,
+                    records, sealed_at_ms, cleaned};
+        }
     };
 
     /// What a walk over the whole log found.
@@ -254,6 +379,10 @@ private:
         std::uint64_t intact_bytes = 0;   ///< bytes of the last of them that are intact
         std::optional<detail::witness> witness;
     };
+
+    /// Opening trusts the index of each closed segment it can; verify and
+    /// repair read every frame.
+    enum class scan_mode { trust_indexes, every_frame };
 
     static constexpr std::string_view lock_name = "strata.lock";
     static constexpr std::string_view temp_suffix = ".compacting";
@@ -271,9 +400,72 @@ private:
     }
 
     void open();
-    static scan_result scan(const Fs& fs, const std::filesystem::path& dir);
+    static scan_result scan(const Fs& fs, const std::filesystem::path& dir, scan_mode mode,
+                            std::uint64_t index_interval = file_log_options{}.index_interval_bytes);
     /// Walks the first `count` segments; `active` is the index of the active one.
-    static void scan_segments(const Fs& fs, scan_result& r, std::size_t count, std::size_t active);
+    static void scan_segments(const Fs& fs, const std::filesystem::path& dir, scan_result& r, std::size_t count,
+                              std::size_t active, scan_mode mode, std::uint64_t index_interval);
+    /// @returns whether the index of the closed segment `s` (whose file `f`
+    /// has `size` bytes) can stand in for reading it: intact, about this
+    /// segment, of this size and end, and the file ends with the commit
+    /// frame of that end. Costs one read of the index (16 KiB for 64 MiB of
+    /// segment by default) and one of the segment's last frame.
+    static bool index_fits(const Fs& fs, const typename Fs::file& f, const segment& s, std::uint64_t size,
+                           const detail::segment_summary& idx, std::optional<offset_t> last_before);
+    /// Removes index files of segments the log does not hold (left by a
+    /// compaction or repair that removed the segment, or a crash in between).
+    static void remove_orphan_indexes(const Fs& fs, const std::filesystem::path& dir,
+                                      const std::vector<segment>& segments) {
+        for (const auto& name : fs.list(dir)) {
+            if (!name.ends_with(detail::index_suffix)) continue;
+            const auto base = detail::parse_segment_file_name(
+                name.substr(0, name.size() - detail::index_suffix.size()) + std::string(detail::segment_suffix));
+            if (!base || std::none_of(segments.begin(), segments.end(), [&](const segment& s) { return s.base == *base; }))
+                fs.remove(dir / name);
+        }
+    }
+    /// Writes the index of each closed segment that has none that fits.
+    /// An index only saves reading: failing to write one is not an error.
+    void write_missing_indexes() noexcept;
+
+    [[nodiscard]] std::int64_t now_ms() const {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(options_.clock().time_since_epoch()).count();
+    }
+
+    /// Notes where the records of the flush just written start, for the
+    /// active segment's sparse index and summary, before `s.bytes` grows.
+    void note_flushed(segment& s) {
+        const std::size_t records_end = pending_.size() - detail::frame::commit_size;
+        if (active_index_.wants_before(s.bytes + records_end))
+            for (std::size_t pos = 0; pos < records_end;) {
+                const std::byte* p = pending_.data() + pos;
+                active_index_.add(detail::load_le<std::uint64_t>(p + detail::frame::prefix_size), s.bytes + pos);
+                pos += detail::frame::prefix_size + detail::load_le<std::uint32_t>(p + 4);
+            }
+        if (s.records == 0) s.first = durable_end_;
+        s.records += next_offset_ - durable_end_;
+        s.last = next_offset_ - 1;
+    }
+
+    /// One compaction: the dirty tail's first `max_compaction_bytes` (all of
+    /// it when `everything`) and the clean head before it.
+    compaction_stats compact_pass(bool everything);
+
+    /// Runs at the end of flush rather than on a thread of its own: the log
+    /// is not thread-safe (a background cleaner would need a lock around
+    /// every append, flush and replay step), flush is where the caller
+    /// already accepts I/O, and the ratio and byte bound keep what one flush
+    /// adds in proportion to what was written since the last compaction.
+    void compact_automatically() noexcept {
+        if (!options_.auto_compact || compaction_failure_) return;
+        try {
+            totals_ += compact_pass(false);
+        } catch (const std::exception& e) {
+            compaction_failure_ = e.what();
+        } catch (...) {
+            compaction_failure_ = "unknown error";
+        }
+    }
 
     /// After a failed flush: nothing of it may count, in this process or
     /// after a restart, so cut what it wrote if possible (a later open cuts
@@ -292,19 +484,32 @@ private:
 
     /// Starts a new segment at the durable end: the file first, then the
     /// manifest naming it and where the closed one ends.
+    ///
+    /// Sealing writes the closed segment's index first: the manifest calls a
+    /// segment closed only once its index is durable. A crash before the
+    /// manifest leaves an index of a segment that is still active, which
+    /// opening ignores (it reads the active segment whole) and the next roll
+    /// replaces.
     void roll() {
         const offset_t base = durable_end_;
+        segment& old = segments_.back();
+        old.end = base;
+        old.sealed_at_ms = now_ms();
+        old.cleaned = false;
+        detail::write_index_temp(fs_, dir_, old.summary(), active_index_.entries());
+        detail::publish_index(fs_, dir_, old.base);
         const auto path = dir_ / detail::segment_file_name(base);
         auto f = fs_.create_new(path);
-        fs_.sync_directory(dir_);
-        segments_.back().end = base;
-        segments_.push_back(segment{base, path, 0, 0});
+        fs_.sync_directory(dir_);  // the index's rename and the new segment
+        segments_.push_back(segment::make(base, path, 0));
         try {
             detail::write_manifest(fs_, dir_, manifest_entries());
         } catch (...) {
             segments_.pop_back();
             throw;
         }
+        segments_[segments_.size() - 2].indexed = true;
+        active_index_ = detail::sparse_index_builder(options_.index_interval_bytes);
         active_ = std::move(f);
     }
 
@@ -336,6 +541,10 @@ private:
     typename Fs::file active_;
     typename Fs::file witness_;
     std::vector<segment> segments_;
+    /// Sparse entries of the active segment, written to its index when it is sealed.
+    detail::sparse_index_builder active_index_{file_log_options{}.index_interval_bytes};
+    compaction_stats totals_;
+    std::optional<std::string> compaction_failure_;
     byte_buffer pending_;  ///< frames appended since the last flush
     offset_t next_offset_ = 0;
     offset_t durable_end_ = 0;
@@ -349,7 +558,8 @@ private:
 using file_log = basic_file_log<posix_file_system>;
 
 template <file_system Fs>
-typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, const std::filesystem::path& dir) {
+typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, const std::filesystem::path& dir,
+                                                                   scan_mode mode, std::uint64_t index_interval) {
     scan_result r;
     file_log_check& c = r.check;
 
@@ -395,10 +605,10 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
             files.erase(it);
         else if (!missing)
             missing = r.segments.size();
-        r.segments.push_back(segment{e.base, path, 0, e.end});
+        r.segments.push_back(segment::make(e.base, path, e.end));
     }
     const std::size_t active = r.segments.size() - 1;
-    scan_segments(fs, r, missing.value_or(r.segments.size()), active);
+    scan_segments(fs, dir, r, missing.value_or(r.segments.size()), active, mode, index_interval);
     // Then, in the order a reader meets them: a missing segment; a file the
     // manifest does not list (left by a roll, empty, or by a compaction, a
     // closed segment whose records are all superseded; a newer file holding
@@ -422,7 +632,22 @@ typename basic_file_log<Fs>::scan_result basic_file_log<Fs>::scan(const Fs& fs, 
 }
 
 template <file_system Fs>
-void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t count, std::size_t active) {
+bool basic_file_log<Fs>::index_fits(const Fs& fs, const typename Fs::file& f, const segment& s, std::uint64_t size,
+                                    const detail::segment_summary& idx, std::optional<offset_t> last_before) {
+    if (idx.base != s.base || idx.end != s.end || idx.bytes != size || size < detail::frame::commit_size) return false;
+    if (idx.records > 0 && (idx.first < s.base || idx.first > idx.last || idx.last >= idx.end ||
+                            (last_before && idx.first <= *last_before)))
+        return false;
+    std::array<std::byte, detail::frame::commit_size> tail{};
+    if (fs.read_at(f, tail, size - tail.size(), s.path) != tail.size()) return false;
+    const auto commit = detail::frame::valid_frame_at(tail.data(), tail.size());
+    return commit && commit->commit && commit->rec.offset == idx.end;
+}
+
+template <file_system Fs>
+void basic_file_log<Fs>::scan_segments(const Fs& fs, const std::filesystem::path& dir, scan_result& r,
+                                       std::size_t count, std::size_t active, scan_mode mode,
+                                       std::uint64_t index_interval) {
     file_log_check& c = r.check;
     std::optional<offset_t> last;  // offset of the last record seen
     c.intact_end = r.segments.empty() ? 0 : r.segments.front().base;
@@ -445,8 +670,32 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
 
         const auto f = fs.open_read(s.path);
         const std::uint64_t size = fs.size(f, s.path);
+        // A closed segment with an index that fits is taken at its index's
+        // word: this is what makes opening cost the same for any log size.
+        // Damage inside it is found when a replay or verify reads it.
+        std::optional<detail::segment_summary> index;
+        if (!is_active)
+            if (const auto idx = detail::read_index(fs, dir, s.base); idx && index_fits(fs, f, s, size, idx->first, last))
+                index = idx->first;
+        if (index && mode == scan_mode::trust_indexes) {
+            s.bytes = size;
+            s.records = index->records;
+            s.first = index->first;
+            s.last = index->last;
+            s.sealed_at_ms = index->sealed_at_ms;
+            s.cleaned = index->cleaned;
+            s.indexed = true;
+            c.records += index->records;
+            if (index->records > 0) last = index->last;
+            c.intact_end = index->end;
+            r.intact_bytes = size;
+            continue;
+        }
+
         detail::segment_reader<Fs> reader(fs, f, s.path, size);
+        detail::sparse_index_builder entries(index_interval);
         std::uint64_t unconfirmed = 0;  // records after the last commit frame
+        std::optional<offset_t> first_unconfirmed;
         for (;;) {
             const detail::segment_item it = reader.next();
             using kind = detail::segment_item::kind;
@@ -457,7 +706,8 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
                     return;
                 }
                 last = it.rec.offset;
-                ++unconfirmed;
+                if (unconfirmed++ == 0) first_unconfirmed = it.rec.offset;
+                entries.add(it.rec.offset, it.pos);
                 continue;
             }
             if (it.what == kind::commit) {
@@ -467,6 +717,11 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
                     return;
                 }
                 c.intact_end = it.rec.offset;
+                if (unconfirmed > 0) {
+                    if (s.records == 0) s.first = *first_unconfirmed;
+                    s.records += unconfirmed;
+                    s.last = *last;
+                }
                 c.records += std::exchange(unconfirmed, 0);
                 r.intact_bytes = it.pos + it.raw.size();
                 continue;
@@ -502,6 +757,8 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
             break;
         }
         s.bytes = r.intact_bytes;
+        entries.cut(s.bytes);
+        s.entries = entries.entries();
         if (!is_active) {
             if (s.bytes != size) {
                 c.found_damage(s.path, s.bytes, std::to_string(size - s.bytes) +
@@ -513,6 +770,16 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
                                          ", but the manifest says " + std::to_string(s.end) + ": offsets " +
                                          std::to_string(c.intact_end) + " to " + std::to_string(s.end - 1) + " are missing");
                 return;
+            }
+            // Read whole: its index is missing, damaged, stale, or (verify)
+            // says something else than the frames do.
+            if (index && index->records == s.records && index->first == s.summary().first &&
+                index->last == s.summary().last) {
+                s.indexed = true;
+                s.sealed_at_ms = index->sealed_at_ms;
+                s.cleaned = index->cleaned;
+            } else {
+                c.unindexed_segments.push_back(s.path);
             }
         } else {
             c.unfinished_bytes = size - s.bytes;
@@ -528,14 +795,51 @@ void basic_file_log<Fs>::scan_segments(const Fs& fs, scan_result& r, std::size_t
 }
 
 template <file_system Fs>
+void basic_file_log<Fs>::write_missing_indexes() noexcept {
+    // Sealed before this open, at the latest: dating it now only keeps its
+    // tombstones longer than asked, never shorter.
+    std::int64_t now = 0;
+    try {
+        now = now_ms();
+    } catch (...) {
+    }
+    for (std::size_t i = 0; i + 1 < segments_.size(); ++i)
+        if (!segments_[i].indexed) {
+            segments_[i].sealed_at_ms = now;
+            segments_[i].cleaned = false;
+        }
+    try {
+        bool wrote = false;
+        for (std::size_t i = 0; i + 1 < segments_.size(); ++i) {
+            segment& s = segments_[i];
+            if (s.indexed) continue;
+            detail::write_index_temp(fs_, dir_, s.summary(), s.entries);
+            detail::publish_index(fs_, dir_, s.base);
+            s.entries = {};
+            s.entries.shrink_to_fit();
+            s.indexed = wrote = true;
+        }
+        if (wrote) fs_.sync_directory(dir_);
+    } catch (...) {
+    }
+}
+
+template <file_system Fs>
 void basic_file_log<Fs>::open() {
     fs_.create_directories(dir_);
     lock_ = fs_.lock(dir_ / lock_name);
+    // What this open reads must be durable before it removes anything on its
+    // word: a process that died between renaming a manifest and syncing the
+    // directory leaves a manifest that only the page cache holds, and removing
+    // the segment it no longer lists could, after a power loss, bring back the
+    // old manifest without that segment.
+    if (fs_.exists(dir_)) fs_.sync_directory(dir_);
     for (const auto& name : fs_.list(dir_))
-        if (name.ends_with(temp_suffix) || name == detail::manifest_temp_name)
-            fs_.remove(dir_ / name);  // left by an interrupted compaction or manifest write
+        if (name.ends_with(temp_suffix) || name.ends_with(detail::index_temp_suffix) ||
+            name == detail::manifest_temp_name)
+            fs_.remove(dir_ / name);  // left by an interrupted compaction, seal or manifest write
 
-    scan_result r = scan(fs_, dir_);
+    scan_result r = scan(fs_, dir_, scan_mode::trust_indexes, options_.index_interval_bytes);
     const file_log_check& c = r.check;
     if (!c.intact)
         throw corruption_error(c.damaged_file.string(), c.damaged_byte, c.problem + repair_hint(dir_, c));
@@ -545,8 +849,9 @@ void basic_file_log<Fs>::open() {
         // A new log: its first segment, then the manifest naming it.
         for (const auto& stray : c.stray_files) fs_.remove(stray);
         active_ = fs_.create_new(dir_ / detail::segment_file_name(0));
-        segments_.push_back(segment{0, dir_ / detail::segment_file_name(0), 0, 0});
+        segments_.push_back(segment::make(0, dir_ / detail::segment_file_name(0), 0));
         witness_ = fs_.create_truncated(witness_path);
+        remove_orphan_indexes(fs_, dir_, segments_);
         fs_.sync_directory(dir_);
         detail::write_manifest(fs_, dir_, manifest_entries());
         write_witness(true);
@@ -555,7 +860,10 @@ void basic_file_log<Fs>::open() {
     for (const auto& stray : c.stray_files) fs_.remove(stray);
     if (!c.stray_files.empty()) fs_.sync_directory(dir_);
     segments_ = std::move(r.segments);
+    remove_orphan_indexes(fs_, dir_, segments_);
+    write_missing_indexes();
     segment& s = segments_.back();
+    active_index_ = detail::sparse_index_builder(options_.index_interval_bytes, std::move(s.entries));
     if (c.unfinished_bytes > 0) {
         const auto f = fs_.open_write(s.path);
         fs_.truncate(f, s.bytes, s.path);
@@ -582,7 +890,8 @@ void basic_file_log<Fs>::open() {
 template <file_system Fs>
 file_log_check basic_file_log<Fs>::repair(const std::filesystem::path& dir, Fs fs) {
     const auto lock = fs.lock(dir / lock_name);
-    scan_result r = scan(fs, dir);
+    fs.sync_directory(dir);  // as in open: build only on what is durable
+    scan_result r = scan(fs, dir, scan_mode::every_frame);
     if (!r.manifest) {
         // Rebuild a lost manifest from the segment files: each closed one
         // ends where its last commit frame says.
@@ -610,7 +919,7 @@ file_log_check basic_file_log<Fs>::repair(const std::filesystem::path& dir, Fs f
                 if (it.what == detail::segment_item::kind::commit) entries[i].end = it.rec.offset;
         }
         detail::write_manifest(fs, dir, entries);
-        r = scan(fs, dir);
+        r = scan(fs, dir, scan_mode::every_frame);
     }
     file_log_check out = r.check;
     std::vector<detail::manifest_entry> kept;
@@ -645,6 +954,9 @@ file_log_check basic_file_log<Fs>::repair(const std::filesystem::path& dir, Fs f
         fs.remove(p);
         ++out.segments_removed;
     }
+    std::vector<segment> left;
+    for (const auto& e : kept) left.push_back(segment::make(e.base, dir / detail::segment_file_name(e.base), e.end));
+    remove_orphan_indexes(fs, dir, left);
     fs.sync_directory(dir);
     // A witness of the cut log: what it holds now was flushed.
     const auto witness_path = dir / detail::witness_name;
@@ -663,10 +975,17 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
     struct source {
         std::filesystem::path path;
         std::uint64_t limit = 0;  ///< bytes of returned flushes when replay began
+        /// The first source of a replay from inside it: where to start
+        /// reading. Taken from the sealed segment's index file when the
+        /// segment is opened (a compaction may have rewritten it since), or,
+        /// for the active segment, from its entries when replay began.
+        std::optional<detail::index_entry> seek;
+        std::optional<offset_t> look_up_index;  ///< the base whose index file to ask
     };
 
     struct state {
         Fs fs;
+        std::filesystem::path dir;
         std::vector<source> sources;
         byte_buffer pending;  ///< unflushed frames, copied when replay began
         offset_t from = 0;
@@ -733,8 +1052,19 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
                 return;
             }
             file.emplace(fs.open_read(s.path));
-            const std::uint64_t size = fs.size(*file, s.path);
-            reader.emplace(fs, *file, s.path, std::min(size, s.limit));
+            const std::uint64_t limit = std::min(fs.size(*file, s.path), s.limit);
+            std::optional<detail::index_entry> seek = s.seek;
+            if (s.look_up_index)
+                if (const auto idx = detail::read_index(fs, dir, *s.look_up_index); idx && idx->first.bytes == limit)
+                    seek = detail::seek_entry(idx->second, from);
+            // An entry is a hint, checked before it is trusted: the record it
+            // names must start where it says, else the segment is read whole.
+            if (seek && seek->pos < limit) {
+                reader.emplace(fs, *file, s.path, limit, seek->pos);
+                const detail::segment_item first = reader->peek();
+                if (first.what == detail::segment_item::kind::record && first.rec.offset == seek->offset) return;
+            }
+            reader.emplace(fs, *file, s.path, limit);
         }
 
         /// The buffer holds frames this process encoded itself; a bad one is a bug.
@@ -797,81 +1127,158 @@ typename basic_file_log<Fs>::replay_range basic_file_log<Fs>::replay(offset_t fr
     out.state_ = std::make_shared<typename replay_range::state>();
     auto& st = *out.state_;
     st.fs = fs_;
+    st.dir = dir_;
     st.from = from;
     if (from < durable_end_) {
         // Skip whole segments that end before `from`: segment i holds only
-        // offsets below the base of segment i + 1.
+        // offsets below the base of segment i + 1. Then start the first one
+        // near `from`, by its sparse index.
         std::size_t first = 0;
         while (first + 1 < segments_.size() && segments_[first + 1].base <= from) ++first;
         for (std::size_t i = first; i < segments_.size(); ++i)
-            if (segments_[i].bytes > 0) st.sources.push_back({segments_[i].path, segments_[i].bytes});
+            if (segments_[i].bytes > 0) st.sources.push_back({segments_[i].path, segments_[i].bytes, {}, {}});
+        if (!st.sources.empty() && from > segments_[first].base && segments_[first].bytes > 0) {
+            if (first + 1 == segments_.size())
+                st.sources.front().seek = detail::seek_entry(active_index_.entries(), from);
+            else
+                st.sources.front().look_up_index = segments_[first].base;
+        }
     }
     st.pending = pending_;
     return out;
 }
 
 template <file_system Fs>
-compaction_stats basic_file_log<Fs>::compact() {
-    check_usable();
+compaction_stats basic_file_log<Fs>::compact_pass(bool everything) {
     compaction_stats stats;
-    if (segments_.size() < 2) return stats;
+    const std::size_t sealed = segments_.size() - 1;
+    if (sealed == 0) return stats;
 
+    // The clean head: segments a compaction already went through, in which
+    // each key appears at most once. The dirty tail after it is what the key
+    // map is built from; `compact()` builds it from every sealed segment.
+    std::size_t clean = 0;
+    if (!everything)
+        while (clean < sealed && segments_[clean].cleaned) ++clean;
+    std::uint64_t dirty_bytes = 0, sealed_bytes = 0;
+    for (std::size_t i = 0; i < sealed; ++i) {
+        sealed_bytes += segments_[i].bytes;
+        if (i >= clean) dirty_bytes += segments_[i].bytes;
+    }
+    if (!everything && (dirty_bytes == 0 ||
+                        static_cast<double>(dirty_bytes) < options_.min_dirty_ratio * static_cast<double>(sealed_bytes)))
+        return stats;
+    std::size_t stop = clean + 1;  // the pass covers segments [0, stop)
+    for (std::uint64_t taken = segments_[clean].bytes;
+         stop < sealed && (everything || taken + segments_[stop].bytes <= options_.max_compaction_bytes); ++stop)
+        taken += segments_[stop].bytes;
+    stats.passes = 1;
+
+    using kind = detail::segment_item::kind;
     // Calls fn(item) for each record and commit frame of a segment.
-    auto for_each_frame = [this](const segment& s, auto&& fn) {
+    auto for_each_frame = [this, &stats](const segment& s, auto&& fn) {
         const auto f = fs_.open_read(s.path);
         detail::segment_reader<Fs> reader(fs_, f, s.path, s.bytes);
+        stats.bytes_read += s.bytes;
         for (;;) {
             const detail::segment_item it = reader.next();
-            if (it.what == detail::segment_item::kind::end) return;
-            if (it.what == detail::segment_item::kind::bad) throw corruption_error(s.path.string(), it.pos, it.problem);
+            if (it.what == kind::end) return;
+            if (it.what == kind::bad) throw corruption_error(s.path.string(), it.pos, it.problem);
             fn(it);
         }
     };
-    using kind = detail::segment_item::kind;
 
-    std::unordered_map<std::string, offset_t> latest;
-    for (const segment& s : segments_)
-        for_each_frame(s, [&](const detail::segment_item& it) {
-            if (it.what == kind::record) latest[std::string(as_chars(it.rec.key))] = it.rec.offset;
-        });
-    auto keeps = [&](const detail::segment_item& it) {
-        return it.what == kind::record && latest.find(std::string(as_chars(it.rec.key)))->second == it.rec.offset;
+    // The latest offset of each key of the dirty part taken, and, for
+    // `compact()`, of the active segment's flushed records (they supersede,
+    // but are never rewritten). Automatic compaction leaves the active
+    // segment out, as Kafka's cleaner does: reading up to `segment_bytes` at
+    // every pass would cost more than the records it lets go a seal earlier.
+    // Looked up by string_view: no key is copied to be looked up.
+    std::unordered_map<std::string, offset_t, detail::string_view_hash, std::equal_to<>> latest;
+    auto note_latest = [&](const detail::segment_item& it) {
+        if (it.what != kind::record) return;
+        const std::string_view key = as_chars(it.rec.key);
+        if (const auto m = latest.find(key); m != latest.end()) m->second = it.rec.offset;
+        else latest.emplace(std::string(key), it.rec.offset);
+    };
+    for (std::size_t i = clean; i < stop; ++i) for_each_frame(segments_[i], note_latest);
+    if (everything && segments_.back().bytes > 0) for_each_frame(segments_.back(), note_latest);
+
+    const std::int64_t now = now_ms();
+    enum class verdict { keep, superseded, expired_tombstone };
+    auto judge = [&](const segment& s, const detail::segment_item& it) {
+        const auto m = latest.find(as_chars(it.rec.key));
+        if (m != latest.end() && m->second > it.rec.offset) return verdict::superseded;
+        // The latest record of its key in segments [0, stop), all of which
+        // this pass rewrites oldest first: every older value of the key goes
+        // before the tombstone does.
+        if (!it.rec.value && s.sealed_at_ms + options_.delete_retention.count() <= now)
+            return verdict::expired_tombstone;
+        return verdict::keep;
     };
 
     // Segments leave `segments_` only once the manifest no longer lists
     // them, and a size changes only once the rename is done, so an exception
     // at any point leaves the log describing what is on disk.
-    for (std::size_t i = 0; i + 1 < segments_.size();) {
+    for (std::size_t i = 0; i < stop;) {
         segment& s = segments_[i];
-        std::uint64_t keep = 0, drop = 0;
+        std::uint64_t keep = 0, drop = 0, tombstones = 0;
+        detail::sparse_index_builder unchanged_entries(options_.index_interval_bytes);
+        std::vector<std::uint64_t> dropped_at;  // where the frames to drop start, for the rewrite
         for_each_frame(s, [&](const detail::segment_item& it) {
-            if (it.what == kind::record) ++(keeps(it) ? keep : drop);
+            if (it.what != kind::record) return;
+            unchanged_entries.add(it.rec.offset, it.pos);
+            const verdict v = judge(s, it);
+            if (v == verdict::keep) {
+                ++keep;
+                return;
+            }
+            ++drop;
+            dropped_at.push_back(it.pos);
+            if (v == verdict::expired_tombstone) ++tombstones;
         });
         if (drop == 0) {
+            if (!s.cleaned || !s.indexed) {
+                // Nothing to drop: only its index changes, to say it is clean.
+                segment cleaned = s;
+                cleaned.cleaned = true;
+                detail::write_index_temp(fs_, dir_, cleaned.summary(), unchanged_entries.entries());
+                detail::publish_index(fs_, dir_, s.base);
+                fs_.sync_directory(dir_);
+                s.cleaned = s.indexed = true;
+            }
             ++i;
             continue;
         }
         stats.records_dropped += drop;
+        stats.tombstones_dropped += tombstones;
         stats.bytes_before += s.bytes;
         if (keep == 0) {
-            // Out of the manifest first: a crash before the file is gone
-            // leaves a file the next open recognizes as a leftover.
+            // Out of the manifest first: a crash before the files are gone
+            // leaves files the next open recognizes as leftovers.
             std::vector<detail::manifest_entry> entries = manifest_entries();
             entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
             detail::write_manifest(fs_, dir_, entries);
             const auto path = s.path;
+            const auto index_path = dir_ / detail::index_file_name(s.base);
             segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(i));
+            --stop;
             fs_.remove(path);
+            if (fs_.exists(index_path)) fs_.remove(index_path);
             fs_.sync_directory(dir_);
             ++stats.segments_removed;
             continue;
         }
         auto temp = s.path;
         temp += temp_suffix;
-        std::uint64_t written = 0;
+        segment after = s;
+        after.records = 0;
+        after.cleaned = true;
+        detail::sparse_index_builder entries(options_.index_interval_bytes);
         {
             const auto out = fs_.create_truncated(temp);
             byte_buffer buf;
+            std::uint64_t written = 0;
             auto drain = [&] {
                 fs_.append(out, buf, temp);
                 written += buf.size();
@@ -880,20 +1287,35 @@ compaction_stats basic_file_log<Fs>::compact() {
             // The records kept, then the segment's last commit frame, which
             // says where its flushes end.
             byte_buffer last_commit;
+            std::size_t next_drop = 0;
             for_each_frame(s, [&](const detail::segment_item& it) {
                 if (it.what == kind::commit) last_commit.assign(it.raw.begin(), it.raw.end());
-                if (!keeps(it)) return;
+                if (it.what != kind::record) return;
+                if (next_drop < dropped_at.size() && dropped_at[next_drop] == it.pos) {
+                    ++next_drop;
+                    return;
+                }
+                entries.add(it.rec.offset, written + buf.size());
+                if (after.records++ == 0) after.first = it.rec.offset;
+                after.last = it.rec.offset;
                 append_bytes(buf, it.raw);
                 if (buf.size() >= (std::size_t{1} << 20)) drain();
             });
             append_bytes(buf, last_commit);
             drain();
             fs_.sync_data(out, temp);
+            after.bytes = written;
         }
+        detail::write_index_temp(fs_, dir_, after.summary(), entries.entries());
+        // The segment, then its index: a crash between them leaves an index
+        // of the old size, which opening sees does not fit, and reads the
+        // segment instead.
         fs_.rename(temp, s.path);
+        detail::publish_index(fs_, dir_, s.base);
         fs_.sync_directory(dir_);
-        s.bytes = written;
-        stats.bytes_after += written;
+        after.indexed = true;
+        s = std::move(after);
+        stats.bytes_after += s.bytes;
         ++stats.segments_rewritten;
         ++i;
     }

@@ -116,6 +116,15 @@ public:
         return it;
     }
 
+    /// @brief The next frame, without moving on: the following `next()`
+    /// returns it again (from the buffer, without reading it twice).
+    [[nodiscard]] segment_item peek() {
+        const std::uint64_t at = pos_;
+        segment_item it = next();
+        pos_ = at;
+        return it;
+    }
+
 private:
     static constexpr std::size_t chunk_size = 256 * 1024;
 
