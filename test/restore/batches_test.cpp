@@ -76,9 +76,9 @@ using kv = strata::hash_map_store<std::string, std::string>;
 class announcing_store : public kv {
 public:
     using kv::kv;
-    void prefetch(const std::string& k) const noexcept {
-        announced.push_back(k);
-        kv::prefetch(k);
+    void prefetch(std::span<const std::string> keys) const noexcept {
+        announced.insert(announced.end(), keys.begin(), keys.end());
+        kv::prefetch(keys);
     }
     mutable std::vector<std::string> announced;
 };

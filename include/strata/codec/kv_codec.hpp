@@ -16,7 +16,10 @@
 #include <strata/core/concepts.hpp>
 #include <strata/serde/encode.hpp>
 
+#include <algorithm>
+#include <array>
 #include <concepts>
+#include <cstddef>
 #include <span>
 #include <string>
 #include <utility>
@@ -87,15 +90,24 @@ public:
         return true;
     }
 
-    /// @brief A hint, before restore(s, r), that r's key is restored soon,
-    /// for a store that can start fetching its memory (`prefetch(const K&)`).
+    /// @brief A hint, before restore(s, r) for each of `records`, that their
+    /// keys are restored soon, for a store that can start fetching the
+    /// memory of several keys at once (`prefetch(std::span<const K>)`).
     /// A key that does not decode is left for restore() to report.
     template <class S>
-        requires detail::kv_codec_store<S, K, V> && requires(const S& s, const K& k) { s.prefetch(k); }
-    void prefetch(const S& s, const record_view& r) const noexcept {
-        try {
-            s.prefetch(decode<K>(r.key));
-        } catch (...) {  // only a hint
+        requires detail::kv_codec_store<S, K, V> && std::default_initializable<K> &&
+                 requires(const S& s, std::span<const K> keys) { s.prefetch(keys); }
+    void prefetch(const S& s, std::span<const record_view> records) const noexcept {
+        constexpr std::size_t step = 16;
+        std::array<K, step> keys{};
+        for (std::size_t first = 0; first < records.size(); first += step) {
+            const std::size_t n = std::min(step, records.size() - first);
+            std::size_t decoded = 0;
+            try {
+                for (; decoded < n; ++decoded) keys[decoded] = decode<K>(records[first + decoded].key);
+            } catch (...) {  // only a hint: announce those before it
+            }
+            s.prefetch(std::span<const K>(keys.data(), decoded));
         }
     }
 

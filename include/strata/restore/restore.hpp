@@ -53,7 +53,8 @@ concept has_next_batch = requires(R& r) {
 /// several of them is fetched at once instead of one cache miss after
 /// another.
 template <class C, class S>
-concept has_restore_prefetch = requires(const C& c, const S& s, const record_view& r) { c.prefetch(s, r); };
+concept has_restore_prefetch =
+    requires(const C& c, const S& s, std::span<const record_view> rs) { c.prefetch(s, rs); };
 /// Records a restore announces to the codec before applying them: enough
 /// for the memory fetches to overlap, few enough that what they bring into
 /// the cache is still there when the records are applied.
@@ -129,7 +130,7 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
                     const std::size_t n = std::min(batch.size() - i, detail::restore_lookahead);
                     const std::span<const record_view> ahead = batch.subspan(i, n);
                     if constexpr (detail::has_restore_prefetch<Codec, Store>)
-                        for (const record_view& r : ahead) codec.prefetch(std::as_const(store), r);
+                        codec.prefetch(std::as_const(store), ahead);
                     for (const record_view& r : ahead)
                         if (!(more = apply(r))) break;
                     i += n;
