@@ -28,18 +28,22 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -58,9 +62,9 @@ struct options {
     std::uint64_t updates = 1'000'000, keys = 100'000, value_bytes = 100, seed = 42;
     std::string dist = "uniform";
     double zipf_s = 0.99;
-    std::uint64_t cache_bytes = 0, flush_ms = 100, ceiling_flush_ms = 0, rss_every = 0;
+    std::uint64_t cache_bytes = 0, flush_ms = 100, ceiling_flush_ms = 0, rss_every = 0, produce_batch = 0;
     std::uint64_t bytes = std::uint64_t{1} << 30;
-    std::vector<std::string> producer_settings;
+    std::vector<std::string> producer_settings, consumer_settings;
 };
 
 /// An option that others make necessary, e.g. --dir with --sink file.
@@ -104,15 +108,26 @@ void with_store(const options& o, std::uint64_t keys, Body body) {
 /// The producer settings of strata's changelog in this benchmark, shared
 /// verbatim by the producer ceiling. enable.idempotence and acks=all are
 /// forced by strata's producer and set by the ceiling too.
-strata::kafka::settings producer_settings(const options& o) {
-    strata::kafka::settings s = {{"linger.ms", "20"}, {"batch.size", "1000000"}, {"compression.type", "none"}};
-    for (const auto& kv : o.producer_settings) {
+/// name=value pairs of a repeatable option, on top of `s`.
+strata::kafka::settings with_pairs(strata::kafka::settings s, const std::vector<std::string>& pairs,
+                                   const std::string& option) {
+    for (const auto& kv : pairs) {
         const auto eq = kv.find('=');
-        if (eq == std::string::npos) throw std::invalid_argument("--producer-setting wants name=value: " + kv);
+        if (eq == std::string::npos) throw std::invalid_argument("--" + option + " wants name=value: " + kv);
         s[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     return s;
 }
+
+strata::kafka::settings producer_settings(const options& o) {
+    return with_pairs({{"linger.ms", "20"}, {"batch.size", "1000000"}, {"compression.type", "none"}},
+                      o.producer_settings, "producer-setting");
+}
+
+/// The consumer settings of strata's replay (replay_consumer_settings(), which
+/// strata applies itself) with --consumer-setting on top, shared verbatim by
+/// the consumer ceiling.
+strata::kafka::settings consumer_settings(const options& o) { return with_pairs({}, o.consumer_settings, "consumer-setting"); }
 
 // ---------------------------------------------------------------- timing --
 
@@ -121,6 +136,23 @@ double cpu_seconds() {
     getrusage(RUSAGE_SELF, &u);
     auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
     return s(u.ru_utime) + s(u.ru_stime);
+}
+
+/// The peak resident set size of the process so far, in bytes (VmHWM).
+std::uint64_t peak_resident_bytes() {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (f == nullptr) throw std::runtime_error("cannot open /proc/self/status");
+    char line[256];
+    std::uint64_t kib = 0;
+    bool found = false;
+    while (std::fgets(line, sizeof line, f) != nullptr)
+        if (std::sscanf(line, "VmHWM: %" SCNu64 " kB", &kib) == 1) {
+            found = true;
+            break;
+        }
+    std::fclose(f);
+    if (!found) throw std::runtime_error("no VmHWM in /proc/self/status");
+    return kib * 1024;
 }
 
 /// Resident set size now, in bytes (/proc/self/statm).
@@ -238,6 +270,15 @@ public:
         iterator begin() { return iterator(inner_.begin(), bytes_); }
         sentinel end() { return sentinel{inner_.end()}; }
 
+        /// The batches of a changelog that offers them (restore_from reads those).
+        auto next_batch()
+            requires requires(inner_range& r) { r.next_batch(); }
+        {
+            auto batch = inner_.next_batch();
+            for (const strata::record_view& r : batch) *bytes_ += r.key.size() + (r.value ? r.value->size() : 0);
+            return batch;
+        }
+
     private:
         inner_range inner_;
         std::uint64_t* bytes_;
@@ -274,6 +315,7 @@ strata::kafka::kafka_changelog_options log_opts(const options& o) {
     l.topic = need(o.topic, "topic");
     l.producer_settings = producer_settings(o);
     l.producer_settings.emplace("message.timeout.ms", "120000");
+    l.consumer_settings = consumer_settings(o);
     return l;
 }
 
@@ -371,26 +413,43 @@ void cmd_write(const options& o) {
 template <class MakeLog>
 void run_restore(const options& o, MakeLog make_log, json& j) {
     with_store(o, 0, [&](auto&& store) {
-        const double cpu0 = cpu_seconds();
-        const auto t0 = clock_type::now();  // from opening the changelog until the store is ready
-        auto inner_log = make_log();
-        counting_log<decltype(inner_log)> log(inner_log);
-        auto s = std::move(store) | strata::logged(log);
-        const auto t1 = clock_type::now();
-        const auto p = s.restore();
-        const double restore_s = since(t1);
-        const double ready_s = since(t0);
-        const double cpu = cpu_seconds() - cpu0;
+        using store_type = std::remove_cvref_t<decltype(store)>;
+        std::optional<store_type> restored;
+        const std::uint64_t rss_before = resident_bytes();
+        {
+            const double cpu0 = cpu_seconds();
+            const auto t0 = clock_type::now();  // from opening the changelog until the store is ready
+            auto inner_log = make_log();
+            counting_log<decltype(inner_log)> log(inner_log);
+            auto s = std::move(store) | strata::logged(log);
+            const auto t1 = clock_type::now();
+            const auto p = s.restore();
+            const double restore_s = since(t1);
+            const double ready_s = since(t0);
+            const double cpu = cpu_seconds() - cpu0;
+            j.update({
+                {"records", p.records_done},
+                {"payload_bytes", log.replayed_bytes},
+                {"restore_s", restore_s},
+                {"ready_s", ready_s},
+                {"records_per_s", static_cast<double>(p.records_done) / restore_s},
+                {"mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s},
+                {"cpu_s", cpu},
+                {"cpu_s_per_million", cpu / (static_cast<double>(p.records_done) / 1e6)},
+                {"entries", entries_of(s.base())},
+                {"store", o.store},
+            });
+            restored.emplace(std::move(s).base());
+        }  // the changelog is closed: its consumer, and whatever it had fetched, are gone
+        // The process did nothing before the restore, so its peak is the restore's.
+        const std::uint64_t peak = peak_resident_bytes();
+        ::malloc_trim(0);  // what the allocator keeps but the store does not use is not the store's
+        const std::uint64_t after = resident_bytes();
         j.update({
-            {"records", p.records_done},
-            {"payload_bytes", log.replayed_bytes},
-            {"restore_s", restore_s},
-            {"ready_s", ready_s},
-            {"records_per_s", static_cast<double>(p.records_done) / restore_s},
-            {"mb_per_s", static_cast<double>(log.replayed_bytes) / 1e6 / restore_s},
-            {"cpu_s", cpu},
-            {"entries", entries_of(s.base())},
-            {"store", o.store},
+            {"rss_before_bytes", rss_before},
+            {"peak_rss_bytes", peak},
+            {"rss_after_bytes", after},
+            {"peak_rss_over_after", static_cast<double>(peak) / static_cast<double>(after)},
         });
     });
 }
@@ -461,17 +520,55 @@ void cmd_produce_ceiling(const options& o) {
     const double cpu0 = cpu_seconds();
     const auto t0 = clock_type::now();
     auto next_flush = t0 + std::chrono::milliseconds(flush_ms);
-    for (std::uint64_t i = 0; i < w.updates; ++i) {
-        w.value_of(i, value);
-        const std::string& key = names[ids[i]];
-        while (rd_kafka_produce(rkt, 0, RD_KAFKA_MSG_F_COPY, value.data(), value.size(), key.data(), key.size(),
-                                nullptr) != 0) {
-            if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(rd_kafka_last_error()));
-            rd_kafka_poll(rk, 10);
+    // --produce-batch N: the same records handed over N at a time with
+    // rd_kafka_produce_batch (one call, one partition lookup per batch).
+    const std::size_t batch = o.produce_batch;
+    std::vector<std::string> batch_values(batch);
+    std::vector<rd_kafka_message_t> batch_msgs(batch);
+    std::size_t in_batch = 0;
+    auto hand_over = [&] {
+        std::size_t left = in_batch;
+        while (left > 0) {
+            for (std::size_t k = 0; k < left; ++k) batch_msgs[k].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+            (void)rd_kafka_produce_batch(rkt, 0, RD_KAFKA_MSG_F_COPY, batch_msgs.data(), static_cast<int>(left));
+            // The refused ones (a full queue) again, once delivery reports made room.
+            std::size_t refused = 0;
+            for (std::size_t k = 0; k < left; ++k) {
+                if (batch_msgs[k].err == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+                if (batch_msgs[k].err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                    throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(batch_msgs[k].err));
+                batch_msgs[refused++] = batch_msgs[k];
+            }
+            left = refused;
+            if (left > 0) rd_kafka_poll(rk, 10);
         }
-        payload += key.size() + value.size();
+        in_batch = 0;
+    };
+    for (std::uint64_t i = 0; i < w.updates; ++i) {
+        const std::string& key = names[ids[i]];
+        if (batch > 0) {
+            std::string& v = batch_values[in_batch];
+            w.value_of(i, v);
+            rd_kafka_message_t& m = batch_msgs[in_batch++];
+            m = rd_kafka_message_t{};
+            m.payload = v.data();
+            m.len = v.size();
+            m.key = const_cast<char*>(key.data());
+            m.key_len = key.size();
+            payload += key.size() + v.size();
+            if (in_batch == batch) hand_over();
+        } else {
+            w.value_of(i, value);
+            while (rd_kafka_produce(rkt, 0, RD_KAFKA_MSG_F_COPY, value.data(), value.size(), key.data(), key.size(),
+                                    nullptr) != 0) {
+                if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                    throw std::runtime_error(std::string("produce: ") + rd_kafka_err2str(rd_kafka_last_error()));
+                rd_kafka_poll(rk, 10);
+            }
+            payload += key.size() + value.size();
+        }
         if ((i & 255) == 255) {
+            if (flush_ms > 0 && batch > 0) hand_over();
             rd_kafka_poll(rk, 0);
             if (flush_ms > 0 && clock_type::now() >= next_flush) {
                 while (rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, 100);
@@ -480,6 +577,7 @@ void cmd_produce_ceiling(const options& o) {
             }
         }
     }
+    hand_over();
     while (counts.ok + counts.failed < w.updates) rd_kafka_flush(rk, 100);
     ++flushes;
     const double elapsed = since(t0);
@@ -490,6 +588,7 @@ void cmd_produce_ceiling(const options& o) {
     j.update({
         {"topic", topic},
         {"flush_ms", flush_ms},
+        {"produce_batch", batch},
         {"flushes", flushes},
         {"elapsed_s", elapsed},
         {"records_per_s", static_cast<double>(w.updates) / elapsed},
@@ -512,6 +611,7 @@ void cmd_consume_ceiling(const options& o) {
     const std::string& topic = o.topic;
     // The settings of strata's kafka_changelog consumer, read_committed as its default.
     strata::kafka::settings s = strata::kafka::replay_consumer_settings(true);
+    for (const auto& [k, v] : consumer_settings(o)) s[k] = v;
     s["group.id"] = "e2e-ceiling-" + std::to_string(::getpid());
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, make_conf(bootstrap, s), err, sizeof err);
@@ -568,6 +668,9 @@ void cmd_consume_ceiling(const options& o) {
         {"mb_per_s", static_cast<double>(payload) / 1e6 / elapsed},
         {"first_record_s", std::chrono::duration<double>(first - t0).count()},
         {"cpu_s", cpu},
+        {"cpu_s_per_million", cpu / (static_cast<double>(records) / 1e6)},
+        {"peak_rss_bytes", peak_resident_bytes()},
+        {"consumer_settings", s},
     };
     print(j);
 }
@@ -647,6 +750,14 @@ void add_producer(CLI::App& c, options& o) {
         ->default_str("");
 }
 
+void add_consumer(CLI::App& c, options& o) {
+    c.add_option("--consumer-setting", o.consumer_settings,
+                 "a librdkafka setting name=value of the replaying consumer, repeatable")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false)
+        ->default_str("");
+}
+
 void add_workload(CLI::App& c, options& o) {
     add_number(c, "--updates", o.updates, "1M", "updates");
     add_number(c, "--keys", o.keys, "100k", "distinct keys k0, k1, ...");
@@ -684,6 +795,7 @@ int main(int argc, char** argv) {
     restore.add_option("--dir", o.dir, "the file log's directory");
     add_kafka(restore, o, false);
     add_producer(restore, o);
+    add_consumer(restore, o);
     add_store(restore, o);
 
     CLI::App& produce = *app.add_subcommand("produce-ceiling", "a plain librdkafka producer loop, same workload");
@@ -691,9 +803,12 @@ int main(int argc, char** argv) {
     add_producer(produce, o);
     add_workload(produce, o);
     add_number(produce, "--flush-ms", o.ceiling_flush_ms, "0", "flush every this many ms, 0 only at the end");
+    add_number(produce, "--produce-batch", o.produce_batch, "0",
+               "hand the records over this many at a time (rd_kafka_produce_batch), 0: one rd_kafka_produce each");
 
     CLI::App& consume = *app.add_subcommand("consume-ceiling", "a plain librdkafka consumer loop, read to the end");
     add_kafka(consume, o, true);
+    add_consumer(consume, o);
 
     CLI::App& disk = *app.add_subcommand("disk", "write(2) + fdatasync, then read back cold");
     disk.add_option("--dir", o.dir, "a directory on the disk to measure")->required();

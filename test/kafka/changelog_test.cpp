@@ -7,6 +7,7 @@
 
 #include <strata/kafka/changelog.hpp>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,21 @@ namespace {
 std::vector<strata::record> replay_all(const kafka_changelog& log, strata::offset_t from = 0) {
     std::vector<strata::record> out;
     for (const strata::record_view r : log.replay(from)) out.emplace_back(r);
+    return out;
+}
+
+/// The same replay read a batch at a time (next_batch), as restore_from reads it.
+std::vector<strata::record> replay_batches(const kafka_changelog& log, strata::offset_t from = 0,
+                                           std::size_t* batches = nullptr) {
+    std::vector<strata::record> out;
+    auto range = log.replay(from);
+    for (;;) {
+        const std::span<const strata::record_view> batch = range.next_batch();
+        if (batch.empty()) break;
+        if (batches != nullptr) ++*batches;
+        for (const strata::record_view& r : batch) out.emplace_back(r);
+    }
+    REQUIRE(range.next_batch().empty());  // the end stays the end
     return out;
 }
 
@@ -128,4 +144,33 @@ TEST_CASE("kafka_changelog: replays reuse the changelog's consumer, and may over
     REQUIRE(replay_all(log, 7).size() == 3);
     kafka_changelog moved(std::move(log));
     REQUIRE(replay_all(moved, 9).size() == 1);
+}
+
+TEST_CASE("kafka_changelog: a replay read in batches hands over exactly the records of one read by iterator",
+          "[kafka][changelog]") {
+    const std::string topic = kafka_test::make_topic("replay-batches");
+    auto o = kafka_test::log_options(topic);
+    o.replay_batch = 64;  // many batches, so records cross batch boundaries
+    kafka_changelog log(o);
+    REQUIRE(replay_batches(log).empty());
+
+    std::vector<strata::record> expected;
+    for (int i = 0; i < 2000; ++i) {
+        const std::string k = "k" + std::to_string(i % 101);
+        if (i % 13 == 0) expected.push_back(make(k, std::nullopt));
+        else if (i % 17 == 0) expected.push_back(make(k, ""));
+        else expected.push_back(make(k, std::string(static_cast<std::size_t>(i % 50), 'x') + std::to_string(i)));
+        expected.back().offset = static_cast<strata::offset_t>(i);
+    }
+    for (const auto& r : expected) log.append(r.view());
+    REQUIRE(log.flush() == expected.size());
+
+    std::size_t batches = 0;
+    const auto all = replay_batches(log, 0, &batches);
+    REQUIRE(all == expected);
+    REQUIRE(all == replay_all(log));
+    REQUIRE(batches >= expected.size() / 64);  // never more than replay_batch records at once
+    REQUIRE(replay_batches(log, 1500) == std::vector<strata::record>(expected.begin() + 1500, expected.end()));
+    REQUIRE(replay_batches(log, 1999).size() == 1);
+    REQUIRE(replay_batches(log, expected.size()).empty());
 }

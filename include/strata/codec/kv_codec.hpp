@@ -16,8 +16,12 @@
 #include <strata/core/concepts.hpp>
 #include <strata/serde/encode.hpp>
 
+#include <algorithm>
+#include <array>
 #include <concepts>
+#include <cstddef>
 #include <span>
+#include <string>
 #include <utility>
 
 namespace strata {
@@ -41,6 +45,9 @@ class kv_codec {
     // members use it (for a Hana struct: the field without one); the members
     // below compile to nothing for such a type, adding no second error.
     static constexpr bool has_serdes = detail::serdes::require_serde<K>() & detail::serdes::require_serde<V>();
+    /// A value whose encoding is its raw bytes (see serde/encode.hpp): it can
+    /// be assigned from a record's bytes in place, and that cannot fail.
+    static constexpr bool raw_value = std::same_as<V, std::string> || std::same_as<V, byte_buffer>;
 
 public:
     /// @brief A unit of state is one key.
@@ -100,6 +107,27 @@ public:
         return true;
     }
 
+    /// @brief A hint, before restore(s, r) for each of `records`, that their
+    /// keys are restored soon, for a store that can start fetching the
+    /// memory of several keys at once (`prefetch(std::span<const K>)`).
+    /// A key that does not decode is left for restore() to report.
+    template <class S>
+        requires detail::kv_codec_store<S, K, V> && std::default_initializable<K> &&
+                 requires(const S& s, std::span<const K> keys) { s.prefetch(keys); }
+    void prefetch(const S& s, std::span<const record_view> records) const noexcept {
+        constexpr std::size_t step = 16;
+        std::array<K, step> keys{};
+        for (std::size_t first = 0; first < records.size(); first += step) {
+            const std::size_t n = std::min(step, records.size() - first);
+            std::size_t decoded = 0;
+            try {
+                for (; decoded < n; ++decoded) keys[decoded] = decode<K>(records[first + decoded].key);
+            } catch (...) {  // only a hint: announce those before it
+            }
+            s.prefetch(std::span<const K>(keys.data(), decoded));
+        }
+    }
+
     /// @brief Re-creates one key during restore: a value is put, a tombstone erases.
     /// @throws serde_error if the record's key or value is not a K or a V
     template <class S>
@@ -108,6 +136,12 @@ public:
         K k = decode<K>(r.key);
         if (r.is_tombstone()) {
             static_cast<void>(s.erase(k));  // false (already absent) is fine
+        } else if constexpr (raw_value && requires { s.value_for_overwrite(std::move(k)); }) {
+            // Bytes into the storage the key's value has already: no new value per record.
+            const bytes_view v = *r.value;
+            V& dst = s.value_for_overwrite(std::move(k));
+            if constexpr (std::same_as<V, std::string>) dst.assign(as_chars(v));
+            else dst.assign(v.begin(), v.end());
         } else if constexpr (requires { s.put(std::move(k), decode<V>(*r.value)); }) {
             s.put(std::move(k), decode<V>(*r.value));  // decoded once, moved in: no copy per record
         } else {

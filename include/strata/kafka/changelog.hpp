@@ -17,6 +17,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -142,7 +143,11 @@ public:
     void append(const record_view& r) {
         throw_if_failed();
         producer_->produce(topic_.get(), opts_.partition, r.key, r.value, *tracker_);
-        ++appended_;
+        // Serve delivery reports as they come, as librdkafka's own producer
+        // loop does, not all at flush(): the copies of acknowledged records
+        // are freed while still in cache, and the next records' copies reuse
+        // that memory instead of cold memory from the allocator's free lists.
+        if ((++appended_ & (poll_every - 1)) == 0) producer_->poll();
     }
 
     /// @brief Waits until every appended record is acknowledged.
@@ -206,6 +211,7 @@ private:
     unique_topic topic_;
     offset_t durable_end_ = 0;
     std::uint64_t appended_ = 0;
+    static constexpr std::uint64_t poll_every = 256;  // a power of two
 };
 
 /// @brief An input range of `record_view`s read from one partition, ending
@@ -213,6 +219,11 @@ private:
 /// (compaction, transaction markers, aborted records); the range ends when
 /// the consumer reaches the end, even where the last offsets are markers.
 /// Each view is valid until the iterator moves on.
+///
+/// It can also be read a batch at a time (`next_batch()`): every record
+/// librdkafka has fetched already, as one span. A restore uses that to look
+/// ahead (see restore_from) and to pay strata's per-record handling once per
+/// batch. Read a range one way or the other, not both.
 class kafka_changelog::replay_range {
 public:
     class iterator {
@@ -224,7 +235,7 @@ public:
         iterator() = default;
         explicit iterator(replay_range* r) : r_(r) {}
 
-        [[nodiscard]] const record_view& operator*() const noexcept { return r_->current_; }
+        [[nodiscard]] const record_view& operator*() const noexcept { return r_->views_[r_->next_]; }
         iterator& operator++() {
             r_->advance();
             return *this;
@@ -233,7 +244,7 @@ public:
         friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return it.at_end(); }
 
     private:
-        [[nodiscard]] bool at_end() const noexcept { return r_ == nullptr || r_->done_; }
+        [[nodiscard]] bool at_end() const noexcept { return r_ == nullptr || r_->next_ == r_->views_.size(); }
 
         replay_range* r_ = nullptr;
     };
@@ -251,7 +262,10 @@ public:
         if (rd_kafka_consume_start(topic_.get(), partition_, static_cast<std::int64_t>(from)) != 0)
             throw kafka_error("start reading " + where_, rd_kafka_last_error());
         started_ = true;
-        batch_.resize(o.replay_batch == 0 ? 1 : o.replay_batch);
+        const std::size_t n = o.replay_batch == 0 ? 1 : o.replay_batch;
+        batch_.resize(n);
+        taken_.reserve(n);
+        views_.reserve(n);
     }
 
     replay_range(replay_range&&) = delete;  // iterators point into it; see replay()
@@ -262,86 +276,102 @@ public:
     }
 
     [[nodiscard]] iterator begin() {
-        if (!done_ && !primed_) {
+        if (!primed_) {
             primed_ = true;
-            advance();
+            (void)fill();
         }
         return iterator(this);
     }
     [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
 
+    /// @brief The next records, all those fetched already (at least one,
+    /// waiting for it if none is); empty at the end. The views are valid
+    /// until the next call.
+    /// @throws kafka_error reading failed, or nothing arrived for `request_timeout`
+    [[nodiscard]] std::span<const record_view> next_batch() {
+        primed_ = true;
+        if (!fill()) return {};
+        next_ = views_.size();  // handed over whole
+        return views_;
+    }
+
     /// @brief The end offset taken when the replay began.
     [[nodiscard]] offset_t end_offset() const noexcept { return end_; }
 
 private:
+    /// The views point into the messages: both go together.
     void release_batch() noexcept {
         taken_.clear();
+        views_.clear();
         next_ = 0;
-        held_.reset();
-    }
-
-    void finish() noexcept {
-        release_batch();
-        done_ = true;
     }
 
     void advance() {
-        if (held_) {
-            held_.reset();
-            if (current_.offset + 1 >= end_) {  // that was the last record: no wait for the partition's end
-                finish();
-                return;
-            }
-        }
+        if (++next_ < views_.size()) return;
+        (void)fill();
+    }
+
+    /// Releases the last batch and reads the next: whatever is fetched
+    /// already, or, only when nothing is, the next message as soon as it
+    /// comes (a batch call with a timeout would wait to fill the whole
+    /// batch). @returns false at the end (then views_ is empty).
+    bool fill() {
+        release_batch();
+        if (done_) return false;
+        if (deferred_error_ != RD_KAFKA_RESP_ERR_NO_ERROR)
+            throw kafka_error("read " + where_, deferred_error_, deferred_error_text_);
         auto idle_since = std::chrono::steady_clock::now();
-        for (;;) {
-            if (next_ == taken_.size()) {
-                taken_.clear();
-                next_ = 0;
-                // Take whatever is fetched already; only when nothing is, wait
-                // for the next message (a batch call with a timeout would wait
-                // to fill the whole batch). Each message is owned at once.
-                const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 0, batch_.data(), batch_.size());
-                if (n < 0) throw kafka_error("read " + where_, rd_kafka_last_error());
+        while (taken_.empty()) {
+            const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 0, batch_.data(), batch_.size());
+            if (n < 0) throw kafka_error("read " + where_, rd_kafka_last_error());
+            if (n > 0) {
+                // Owned at once (the capacity is reserved: nothing throws before).
                 for (ssize_t i = 0; i < n; ++i) taken_.emplace_back(batch_[static_cast<std::size_t>(i)]);
-                if (taken_.empty()) {
-                    if (unique_message m{rd_kafka_consume(topic_.get(), partition_, 200)}) {
-                        taken_.push_back(std::move(m));
-                        idle_since = std::chrono::steady_clock::now();
-                        continue;
-                    }
-                    if (const auto err = rd_kafka_last_error(); err != RD_KAFKA_RESP_ERR__TIMED_OUT)
-                        throw kafka_error("read " + where_, err);
-                    if (std::chrono::steady_clock::now() - idle_since > idle_timeout_)
-                        throw kafka_error("replay " + where_ + ": nothing received for " +
-                                              std::to_string(idle_timeout_.count()) + " ms before offset " +
-                                              std::to_string(end_),
-                                          RD_KAFKA_RESP_ERR__TIMED_OUT);
-                    continue;
-                }
-                idle_since = std::chrono::steady_clock::now();
+                break;
             }
-            unique_message owned = std::move(taken_[next_++]);
+            if (unique_message m{rd_kafka_consume(topic_.get(), partition_, 200)}) {
+                taken_.push_back(std::move(m));
+                break;
+            }
+            if (const auto err = rd_kafka_last_error(); err != RD_KAFKA_RESP_ERR__TIMED_OUT)
+                throw kafka_error("read " + where_, err);
+            if (std::chrono::steady_clock::now() - idle_since > idle_timeout_)
+                throw kafka_error("replay " + where_ + ": nothing received for " +
+                                      std::to_string(idle_timeout_.count()) + " ms before offset " +
+                                      std::to_string(end_),
+                                  RD_KAFKA_RESP_ERR__TIMED_OUT);
+        }
+        for (const unique_message& owned : taken_) {
             const rd_kafka_message_t* m = owned.get();
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 // Caught up with everything readable; with read_committed the
                 // readable end is the last stable offset.
-                finish();
-                return;
+                done_ = true;
+                break;
             }
-            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                if (!views_.empty()) {
+                    // The records before it first; the error with the next call.
+                    deferred_error_ = m->err;
+                    deferred_error_text_ = rd_kafka_message_errstr(m);
+                    break;
+                }
                 throw kafka_error("read " + where_, m->err, rd_kafka_message_errstr(m));
-            if (m->offset < 0 || static_cast<offset_t>(m->offset) >= end_) {
-                finish();
-                return;
             }
-            held_ = std::move(owned);
-            current_.key = bytes_view(static_cast<const std::byte*>(m->key), m->key_len);
-            if (m->payload == nullptr) current_.value.reset();
-            else current_.value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
-            current_.offset = static_cast<offset_t>(m->offset);
-            return;
+            if (m->offset < 0 || static_cast<offset_t>(m->offset) >= end_) {
+                done_ = true;
+                break;
+            }
+            record_view& v = views_.emplace_back();
+            v.key = bytes_view(static_cast<const std::byte*>(m->key), m->key_len);
+            if (m->payload != nullptr) v.value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
+            v.offset = static_cast<offset_t>(m->offset);
+            if (v.offset + 1 >= end_) {  // the last record: no wait for the partition's end
+                done_ = true;
+                break;
+            }
         }
+        return !views_.empty();
     }
 
     /// The changelog's consumer when no other replay holds it (it is
@@ -377,11 +407,12 @@ private:
     bool started_ = false;
     bool primed_ = false;
     bool done_ = false;
+    rd_kafka_resp_err_t deferred_error_ = RD_KAFKA_RESP_ERR_NO_ERROR;  // met after records still to hand over
+    std::string deferred_error_text_;
     std::vector<rd_kafka_message_t*> batch_;  // filled by rd_kafka_consume_batch, then moved into taken_
-    std::vector<unique_message> taken_;       // the last batch; [next_, end) not yet read
-    std::size_t next_ = 0;
-    unique_message held_;  // the message current_ points into
-    record_view current_;
+    std::vector<unique_message> taken_;       // the last batch
+    std::vector<record_view> views_;          // its records, pointing into taken_
+    std::size_t next_ = 0;                    // the iterator's record in views_
 };
 
 inline kafka_changelog::replay_range kafka_changelog::replay(offset_t from) const {

@@ -5,9 +5,14 @@
 #include <strata/core/concepts.hpp>
 #include <strata/core/error.hpp>
 
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <span>
 #include <string_view>
+#include <utility>
 
 namespace strata {
 
@@ -36,6 +41,24 @@ concept has_restore_end = requires(L& l, const restore_progress& p) { l.on_resto
 /// the changelog.
 template <class S>
 concept has_end_restore_batch = requires(S& s) { s.end_restore_batch(); };
+/// A replay that hands over what it has read already as one span of
+/// records, valid until the next call, empty at the end
+/// (kafka_changelog's): a restore can then look ahead.
+template <class R>
+concept has_next_batch = requires(R& r) {
+    { r.next_batch() } -> std::convertible_to<std::span<const record_view>>;
+};
+/// A codec that can tell the store which units the next records restore
+/// (kv_codec over a store with prefetch()), so that the store's memory for
+/// several of them is fetched at once instead of one cache miss after
+/// another.
+template <class C, class S>
+concept has_restore_prefetch =
+    requires(const C& c, const S& s, std::span<const record_view> rs) { c.prefetch(s, rs); };
+/// Records a restore announces to the codec before applying them: enough
+/// for the memory fetches to overlap, few enough that what they bring into
+/// the cache is still there when the records are applied.
+inline constexpr std::size_t restore_lookahead = 16;
 }  // namespace detail
 
 /// @brief Receives restore progress: `on_restore_start`, `on_batch_restored`
@@ -79,8 +102,9 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
     listener.on_restore_start(p);
     if (p.to > p.from) {
         std::uint64_t since_report = 0;
-        for (const record_view r : log.replay(p.from)) {
-            if (r.offset >= p.to) break;
+        // Applies one record; false once the records reach the end offset.
+        auto apply = [&](const record_view& r) {
+            if (r.offset >= p.to) return false;
             try {
                 codec.restore(store, r);
             } catch (const std::exception& e) {
@@ -93,6 +117,28 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
                 listener.on_batch_restored(p);
                 since_report = 0;
             }
+            return true;
+        };
+        auto&& records = log.replay(p.from);
+        if constexpr (detail::has_next_batch<decltype(records)>) {
+            // Batches of what the changelog has read already: the codec can
+            // look at the keys to come before the first is applied.
+            for (bool more = true; more;) {
+                const std::span<const record_view> batch = records.next_batch();
+                if (batch.empty()) break;
+                for (std::size_t i = 0; i < batch.size() && more;) {
+                    const std::size_t n = std::min(batch.size() - i, detail::restore_lookahead);
+                    const std::span<const record_view> ahead = batch.subspan(i, n);
+                    if constexpr (detail::has_restore_prefetch<Codec, Store>)
+                        codec.prefetch(std::as_const(store), ahead);
+                    for (const record_view& r : ahead)
+                        if (!(more = apply(r))) break;
+                    i += n;
+                }
+            }
+        } else {
+            for (const record_view r : records)
+                if (!apply(r)) break;
         }
         if (since_report != 0) {
             if constexpr (detail::has_end_restore_batch<Store>) store.end_restore_batch();
