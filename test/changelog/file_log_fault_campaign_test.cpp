@@ -65,6 +65,7 @@ const std::filesystem::path log_dir = "/data/accounts";
 /// drop them.
 strata::file_log_options options_for(std::uint64_t choice) {
     return {.segment_bytes = std::array<std::uint64_t, 4>{4096, 4096, 10000, 30000}[choice % 4],
+            .auto_compact = true,
             .min_dirty_ratio = (choice / 4) % 2 == 0 ? 0.2 : 0.5,
             .delete_retention = (choice / 8) % 2 == 0 ? std::chrono::milliseconds(0) : std::chrono::hours(24)};
 }

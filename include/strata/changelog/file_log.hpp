@@ -81,7 +81,12 @@ struct file_log_options {
 
     /// Compact sealed segments automatically, at the end of a `flush()` (see
     /// `basic_file_log::compact`), when the dirty ratio below is reached.
-    bool auto_compact = true;
+    /// Off by default: the compaction runs inside flush(), and with the
+    /// defaults below it cut the append throughput of 45-byte records about
+    /// five times (docs/benchmarks.md, file_log_open_bench). Turn it on where
+    /// restore time and disk matter more than write throughput, or call
+    /// compact() when the application is idle.
+    bool auto_compact = false;
     /// An automatic compaction runs once the bytes of sealed segments not yet
     /// compacted reach this share of all sealed bytes. Each compaction reads
     /// the compacted part again, so this bounds the bytes a compaction reads
