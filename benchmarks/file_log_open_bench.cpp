@@ -19,7 +19,7 @@
 //
 // Compaction: 10M updates of 1M keys (key i % 1M, 8-byte values), flushed
 // every 10'000 updates into 64 MiB segments:
-//   append_compact/<0|1>/keys:<k>
+//   append_compact/auto_compact:<0|1>/keys:<k>
 //                         append + flush throughput with automatic compaction
 //                         off and on, over 1M keys (each updated 10 times) or
 //                         10M (each written once: compaction finds nothing to
@@ -197,12 +197,12 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(bench_open, cold, true)->Name("file_log/op:open_cold/records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bench_open, warm, false)->Name("file_log/op:open_warm/records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
-BENCHMARK(bench_restore_tail)->Name("file_log/op:restore_tail_cold/records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bench_open, cold, true)->Name("file_log_open/op:open_cold")->ArgName("records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bench_open, warm, false)->Name("file_log_open/op:open_warm")->ArgName("records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(bench_restore_tail)->Name("file_log_open/op:restore_tail_cold")->ArgName("records")->Apply(sizes)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 
-BENCHMARK(bench_append_compact)->Name("file_log/op:append_compact")->ArgNames({"", "keys"})->Args({0, 1'000'000})->Args({1, 1'000'000})->Args({0, 10'000'000})->Args({1, 10'000'000})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(bench_compact_all)->Name("file_log/op:compact_all")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(bench_append_compact)->Name("file_log_open/op:append_compact")->ArgNames({"auto_compact", "keys"})->Args({0, 1'000'000})->Args({1, 1'000'000})->Args({0, 10'000'000})->Args({1, 10'000'000})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(bench_compact_all)->Name("file_log_open/op:compact_all")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);

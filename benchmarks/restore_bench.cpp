@@ -6,7 +6,9 @@
 // compacted changelog; values of 8 B (u64) or 100 B (std::string)) is built
 // once per configuration, outside the timing. Each pass then drops the
 // log's pages from the page cache (fdatasync + POSIX_FADV_DONTNEED), opens
-// the log (which reads and checks every frame of every segment), builds
+// the log (which reads each sealed segment's index and scans the active
+// segment frame by frame: here, with one record per key and 64 MiB segments,
+// up to the whole log below 1.4M records of 8 B values), builds
 // `store | logged(log)` and calls restore(). Stores: ordered_map_store,
 // hash_map_store, and for reference the replay alone with no store.
 //

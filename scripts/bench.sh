@@ -22,6 +22,8 @@
 #   BENCH_BIG_REPS      repetitions at BENCH_BIG_KEYS (default 3)
 #   BENCH_SCALE_KEYS    key counts of scale_bench, one process each (default
 #                       1000000,10000000,50000000)
+#   BENCH_OPEN_100M     1 (default) adds the 100M-record log (4.5 GB) to
+#                       file_log_open_bench; 0 stops at 10M
 #   BENCH_REPS          repetitions of the fast benchmarks (default 5)
 #   BENCH_SLOW_REPS     repetitions of store_ops, cache, file log and restore (default 3)
 #   BENCH_ONLY          executables to run, space separated (default: every one);
@@ -47,6 +49,7 @@ keys=${BENCH_KEYS:-1000000}
 big_keys=${BENCH_BIG_KEYS-10000000}
 big_reps=${BENCH_BIG_REPS:-3}
 scale_keys=${BENCH_SCALE_KEYS:-1000000,10000000,50000000}
+export STRATA_BENCH_OPEN_100M=${BENCH_OPEN_100M:-1}
 export STRATA_BENCH_DIR=$root/$scratch
 
 scripts/setup.sh

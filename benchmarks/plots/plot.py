@@ -420,6 +420,39 @@ def scale_tables(rows):
     return lines
 
 
+def file_log_open_tables(rows):
+    """file_log_open_bench: open time and a restore from a checkpoint near
+    the end, by the log's size; the cost of compaction."""
+    lines = ["\n| records | log MB | open cold ms | open warm ms | restore of the last 1,000 records, cold, ms |",
+             "|---:|---:|---:|---:|---:|"]
+    by = {(r["op"], int(r["records"])): r for r in rows if "records" in r}
+    sizes = sorted({n for _, n in by})
+    for n in sizes:
+        cold, warm, tail = by.get(("open_cold", n)), by.get(("open_warm", n)), by.get(("restore_tail_cold", n))
+        lines.append(f"| {n:,} | {fmt(cold and cold.get('read_MB'))} | {fmt(cold and cold['real_time'])} | "
+                     f"{fmt(warm and warm['real_time'])} | {fmt(tail and tail['real_time'])} |")
+    opens = [(n, by[("open_cold", n)]["real_time"]) for n in sizes if ("open_cold", n) in by]
+    if len(opens) >= 2:
+        g = growth(opens)
+        if g != "–":
+            factor = float(g.split("x")[0])
+            lines.append(f"\nOpen time (cold) grows {factor:.2f}x per 10x of the log: "
+                         + ("constant" if factor < 1.5 else ("linear" if factor > 5 else "sublinear"))
+                         + ". Opening reads each sealed segment's index and scans only the active segment.")
+    compaction = [r for r in rows if r.get("op") in ("append_compact", "compact_all")]
+    if compaction:
+        lines += ["\nCompaction (10M updates of 8 B values, a flush every 10k):", "",
+                  "| run | keys | records/s | compaction read MB/s | log MB at end |", "|---|---:|---:|---:|---:|"]
+        for r in sorted(compaction, key=lambda r: (r["op"], int(r.get("keys", 0)), r.get("auto_compact", ""))):
+            run = ("append + flush, automatic compaction " + ("on" if r.get("auto_compact") == "1" else "off")
+                   if r["op"] == "append_compact" else "compact() of the whole log")
+            lines.append(f"| {run} | {int(r['keys']):,} | {fmt(r.get('records_per_second'))} | "
+                         f"{fmt(r.get('cleaned_MBps'))} | {fmt(r.get('log_MB_at_end'))} |"
+                         if "keys" in r else
+                         f"| {run} | – | – | {fmt(r.get('cleaned_MBps'))} | – |")
+    return lines
+
+
 def main():
     results = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "build-bench/results")
     out = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "docs/benchmarks")
@@ -454,6 +487,8 @@ def main():
         lines += ["\n### The RocksDB store against RocksDB used directly"] + engine_tables(groups["rocksdb"])
     if groups.get("sqlite"):
         lines += ["\n### The SQLite store against SQLite used directly"] + engine_tables(groups["sqlite"])
+    if groups.get("file_log_open"):
+        lines += ["\n### Opening the file log, and compaction"] + file_log_open_tables(groups["file_log_open"])
     if groups.get("scale"):
         lines += ["\n### Scale: how the costs grow with the state"] + scale_tables(groups["scale"])
     (results / "tables.md").write_text("\n".join(lines) + "\n")
