@@ -79,19 +79,21 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
-        return observed<has_cache>(m_.get, [&] {
-            if constexpr (has_cache) {
-                if (!cache().caches_reads()) return inner_.get(k);
-                // A miss may evict a dirty entry, which writes its record: observed counts it.
-                const std::uint64_t hits_before = cache().hits();
-                auto v = inner_.get(k);
-                if (cache().hits() != hits_before) m_.hits->inc();
-                else m_.misses->inc();
-                return v;
-            } else {
-                return inner_.get(k);
+        if constexpr (has_cache) {
+            // A cache that answers reads may evict a dirty entry on a miss,
+            // which writes its record: observed counts it. Otherwise a read
+            // writes nothing, and costs no more than the read beneath.
+            if (cache().caches_reads()) {
+                return observed(m_.get, [&] {
+                    const std::uint64_t hits_before = cache().hits();
+                    auto v = inner_.get(k);
+                    if (cache().hits() != hits_before) m_.hits->inc();
+                    else m_.misses->inc();
+                    return v;
+                });
             }
-        });
+        }
+        return observed<false>(m_.get, [&] { return inner_.get(k); });
     }
     template <class S = Inner>
         requires kv_store<S>
