@@ -213,14 +213,24 @@ private:
         refuse_if_failed("update");
         key_buf_.clear();
         value_buf_.clear();
+        bool live = false;
         try {
             codec_.write_key(k, key_buf_);
-            const bool live = write_value(value_buf_);
-            record_view r{key_buf_, std::nullopt};
-            if (live) r.value = bytes_view(value_buf_);
-            log().append(r);
+            live = write_value(value_buf_);
         } catch (const std::exception& e) {
             fail(key_buf_, key_buf_.size() + value_buf_.size(), e);
+        }
+        record_view r{key_buf_, std::nullopt};
+        if (live) r.value = bytes_view(value_buf_);
+        append_view(r);
+    }
+
+    /// Hands a built record to the log; if the log refuses it, the stack fails.
+    void append_view(const record_view& r) {
+        try {
+            log().append(r);
+        } catch (const std::exception& e) {
+            fail(r.key, r.key.size() + (r.value ? r.value->size() : 0), e);
         }
         ++records_written_;
     }
@@ -241,12 +251,7 @@ private:
                 Codec::write_mapped_fixed(*current, value.data());
                 r.value = bytes_view(value);
             }
-            try {
-                log().append(r);
-            } catch (const std::exception& e) {
-                fail(key, key.size() + (current ? value.size() : 0), e);
-            }
-            ++records_written_;
+            append_view(r);
         } else {
             append_record(k, [&](byte_buffer& out) {
                 if (current) codec_.write_mapped(*current, out);

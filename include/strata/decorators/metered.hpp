@@ -82,7 +82,7 @@ public:
         if constexpr (has_cache) {
             // A cache that answers reads may evict a dirty entry on a miss,
             // which writes its record: observed counts it. Otherwise a read
-            // writes nothing, and costs no more than the read beneath.
+            // writes nothing, and is only counted and timed.
             if (cache().caches_reads()) {
                 return observed(m_.get, [&] {
                     const std::uint64_t hits_before = cache().hits();
