@@ -146,4 +146,20 @@ inline void drop_page_cache(const std::filesystem::path& p) {
     ::close(fd);
 }
 
+/// drop_page_cache for every file of the directory `dir` but a log's lock
+/// file: closing a descriptor of that file would release the lock an open
+/// log holds on it (POSIX record locks belong to the process).
+inline void drop_dir_page_cache(const std::filesystem::path& dir) {
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.is_regular_file() && e.path().filename() != "strata.lock") drop_page_cache(e.path());
+}
+
+/// The bytes of the files in the directory `dir`.
+inline std::uint64_t dir_bytes(const std::filesystem::path& dir) {
+    std::uint64_t bytes = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.is_regular_file()) bytes += e.file_size();
+    return bytes;
+}
+
 }  // namespace bench

@@ -75,17 +75,12 @@ u64 ensure_log(u64 n) {
         }
         log.flush();
     }
-    u64 bytes = 0;
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_regular_file()) bytes += e.file_size();
+    const u64 bytes = bench::dir_bytes(dir);
     written[n] = bytes;
     return bytes;
 }
 
-void drop_cache(u64 n) {
-    for (const auto& e : fs::directory_iterator(log_dir(n)))
-        if (e.is_regular_file() && e.path().filename() != "strata.lock") bench::drop_page_cache(e.path());
-}
+void drop_cache(u64 n) { bench::drop_dir_page_cache(log_dir(n)); }
 
 void bench_open(benchmark::State& state, bool cold) {
     const auto n = static_cast<u64>(state.range(0));

@@ -73,28 +73,17 @@ fs::path changelog_dir(u64 n) {
     return dir;
 }
 
-void drop_cache(const fs::path& dir) {
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_regular_file()) bench::drop_page_cache(e.path());
-}
-
-u64 dir_bytes(const fs::path& dir) {
-    u64 b = 0;
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_regular_file()) b += e.file_size();
-    return b;
-}
 
 enum class target { ordered, hashed, replay_only };
 
 template <class V>
 void bench_restore(benchmark::State& state, target t, u64 n) {
     const fs::path dir = changelog_dir<V>(n);
-    const u64 bytes = dir_bytes(dir);
+    const u64 bytes = bench::dir_bytes(dir);
     double open_s = 0, ready_s = 0;
     u64 restored = 0;
     for (auto _ : state) {
-        drop_cache(dir);
+        bench::drop_dir_page_cache(dir);
         const auto t0 = clock_type::now();
         strata::file_log log(dir);
         const double opened = seconds_since(t0);

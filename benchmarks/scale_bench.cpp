@@ -95,8 +95,7 @@ store_t& restored() {
 void bench_restore(benchmark::State& state) {
     const u64 n = key_count();
     for (auto _ : state) {
-        for (const auto& e : fs::directory_iterator(log_dir()))
-            if (e.is_regular_file()) bench::drop_page_cache(e.path());
+        bench::drop_dir_page_cache(log_dir());
         restored() = store_t("s");  // an earlier repetition's store, freed before counting
         const double before = heap_in_use();
         double peak = before;
