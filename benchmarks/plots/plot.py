@@ -14,6 +14,7 @@ the benchmark's parameters.
 
 import collections
 import json
+import math
 import pathlib
 import sys
 
@@ -368,7 +369,6 @@ def growth(values):
     if len(pts) < 2:
         return "–"
     (n0, v0), (n1, v1) = pts[0], pts[-1]
-    import math
     per_decade = (v1 / v0) ** (1 / math.log10(n1 / n0))
     word = "flat" if per_decade < 1.25 else ("about log n" if per_decade < 1.6 else "grows faster than log n")
     return f"{per_decade:.2f}x per 10x: {word}"
