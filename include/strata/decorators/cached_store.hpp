@@ -129,6 +129,7 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     void put(const typename S::key_type& k, const typename S::mapped_type& v) {
+        announce(k);
         const std::size_t h = entries_type::hash_of(k);
         if constexpr (logs) {
             if (!admits(h)) return inner_.put(k, v);  // logged now, as without a cache
@@ -142,6 +143,7 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     bool erase(const typename S::key_type& k) {
+        announce(k);
         const std::size_t h = entries_type::hash_of(k);
         bool existed;
         if constexpr (logs) {
@@ -201,6 +203,14 @@ public:
     [[nodiscard]] Inner&& base() && noexcept { return std::move(inner_); }
 
 private:
+    /// Tells the store at the bottom that k is written soon, if it takes such
+    /// a hint (hash_map_store::prefetch): its memory then loads while the
+    /// cache looks k up in its own table, instead of after.
+    template <class K>
+    void announce(const K& k) const noexcept {
+        if constexpr (requires { innermost(inner_).prefetch(k); }) innermost(inner_).prefetch(k);
+    }
+
     using entries_type =
         detail::cache_entries<cache_key_type, detail::cached_value<Inner>, default_hash_t<cache_key_type>>;
     using entry = typename entries_type::entry;

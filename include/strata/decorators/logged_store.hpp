@@ -275,10 +275,14 @@ private:
                                                "store refuses to flush until it is rebuilt from the changelog"));
     }
 
+    // Inline check, out-of-line throw: it runs on every write.
     void refuse_if_failed(const char* what) const {
-        if (!failure_.empty())
-            throw changelog_error("strata::logged: store '" + std::string(this->name()) + "' refuses to " + what +
-                                  ": it failed earlier and must be rebuilt from its changelog. " + failure_);
+        if (!failure_.empty()) [[unlikely]]
+            refuse(what);
+    }
+    [[noreturn, gnu::cold, gnu::noinline]] void refuse(const char* what) const {
+        throw changelog_error("strata::logged: store '" + std::string(this->name()) + "' refuses to " + what +
+                              ": it failed earlier and must be rebuilt from its changelog. " + failure_);
     }
 
     Inner inner_;

@@ -1,18 +1,15 @@
 #pragma once
 /// @file
-/// @brief A hashed in-memory key-value store over std::unordered_map.
+/// @brief A hashed in-memory key-value store over an open-addressing table.
 
 #include <strata/core/hash.hpp>
+#include <strata/stores/detail/flat_map.hpp>
 #include <strata/stores/detail/map_store_base.hpp>
 
-#include <algorithm>
-#include <array>
 #include <cstddef>
 #include <functional>
-#include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include <range/v3/view/all.hpp>
@@ -23,14 +20,21 @@ namespace strata {
 /// `kv_store` (not `ordered_kv_store`: `all()` is in no particular order).
 /// Keys hash with std::hash where it exists and boost::hash otherwise, so
 /// tuples and pairs work as keys too (see default_hash_t).
+///
+/// The entries live in the table itself (detail::flat_map): a get costs one
+/// cache miss and a put of a new key allocates nothing but what the key and
+/// value own. The price is that entries move when the table grows, so a
+/// view from all() is invalidated by any write, and K and V need a noexcept
+/// move constructor.
 template <class K, class V, class Hash = default_hash_t<K>, class KeyEqual = std::equal_to<K>>
-class hash_map_store : public detail::map_store_base<std::unordered_map<K, V, Hash, KeyEqual>> {
-    using base_t = detail::map_store_base<std::unordered_map<K, V, Hash, KeyEqual>>;
+class hash_map_store : public detail::map_store_base<detail::flat_map<K, V, Hash, KeyEqual>> {
+    using base_t = detail::map_store_base<detail::flat_map<K, V, Hash, KeyEqual>>;
 
 public:
     using base_t::base_t;
 
-    /// @brief Every entry, in unspecified order, as a range-v3 view.
+    /// @brief Every entry (a `std::pair<K, V>`), in unspecified order, as a
+    /// range-v3 view. Invalidated by writes to the store.
     [[nodiscard]] auto all() const { return ranges::views::all(this->map_); }
 
     /// @brief Pre-sizes the table, e.g. before a restore of a known size.
@@ -45,27 +49,15 @@ public:
         return this->map_.try_emplace(std::move(key)).first->second;
     }
 
-    /// @brief A hint that `keys` are looked up soon: starts fetching their
-    /// entries' memory, all keys' at once, so that the cache misses overlap
-    /// instead of coming one after another. A restore announces the keys of
-    /// the next records before it applies them (see restore_from).
+    /// @brief A hint that `keys` are looked up soon: starts loading their
+    /// slots, all at once, so that the cache misses overlap instead of
+    /// coming one after another. A restore announces the keys of the next
+    /// records before it applies them (see restore_from).
     void prefetch(std::span<const typename base_t::key_type> keys) const noexcept {
-        // In steps over all keys, each step a short loop whose loads do not
-        // depend on each other: the processor keeps many of them in flight.
-        constexpr std::size_t step = 16;
-        std::array<std::size_t, step> buckets{};
-        std::array<const void*, step> entries{};
-        for (std::size_t first = 0; first < keys.size(); first += step) {
-            const std::size_t n = std::min(step, keys.size() - first);
-            for (std::size_t i = 0; i < n; ++i) buckets[i] = this->map_.bucket(keys[first + i]);
-            for (std::size_t i = 0; i < n; ++i) {  // reads the bucket's slot
-                const auto it = this->map_.begin(buckets[i]);
-                entries[i] = it != this->map_.end(buckets[i]) ? std::addressof(*it) : nullptr;
-            }
-            for (std::size_t i = 0; i < n; ++i)
-                if (entries[i] != nullptr) __builtin_prefetch(entries[i], 1);
-        }
+        for (const auto& key : keys) this->map_.prefetch(key);
     }
+    /// @brief prefetch() of one key.
+    void prefetch(const typename base_t::key_type& key) const noexcept { this->map_.prefetch(key); }
 };
 
 }  // namespace strata

@@ -12,7 +12,7 @@
 namespace strata::detail {
 
 /// @brief A kv store over a standard associative container Map
-/// (std::map or std::unordered_map): the point operations and updates;
+/// (std::map or detail::flat_map): the point operations and updates;
 /// each store adds its own iteration.
 template <class Map>
 class map_store_base {
