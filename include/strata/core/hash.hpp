@@ -2,6 +2,8 @@
 /// @file
 /// @brief The hash strata's hashed containers use by default.
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <type_traits>
 
@@ -16,5 +18,18 @@ namespace strata {
 template <class K>
 using default_hash_t =
     std::conditional_t<std::is_default_constructible_v<std::hash<K>>, std::hash<K>, boost::hash<K>>;
+
+namespace detail {
+
+/// @brief A hash with its bits spread, for tables that take a slot from the
+/// low bits: std::hash of an integer is the integer itself, so keys that
+/// differ only in high bits would share a slot. Fibonacci hashing's
+/// multiplier, then a fold of the high bits into the low ones.
+[[nodiscard]] constexpr std::size_t spread_hash(std::size_t hash) noexcept {
+    const std::uint64_t h = static_cast<std::uint64_t>(hash) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+}  // namespace detail
 
 }  // namespace strata

@@ -5,6 +5,8 @@
 /// has held as many entries before, and dropping every entry at a flush
 /// costs what the entries cost, not what the biggest table did.
 
+#include <strata/core/hash.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -97,12 +99,7 @@ public:
     [[nodiscard]] bool empty() const noexcept { return live_ == 0; }
 
     /// @brief The table's hash of k: Hash, mixed so every bit counts.
-    static std::size_t hash_of(const Key& k) {
-        // std::hash of an integer is the integer: spread it over every bit
-        // before masking (Fibonacci hashing's multiplier, then a fold).
-        const std::uint64_t h = static_cast<std::uint64_t>(Hash{}(k)) * 0x9E3779B97F4A7C15ull;
-        return static_cast<std::size_t>(h ^ (h >> 29));
-    }
+    static std::size_t hash_of(const Key& k) { return spread_hash(Hash{}(k)); }
 
 private:
     struct slot {

@@ -4,6 +4,8 @@
 /// in the table itself, so a lookup costs one cache miss where a node-based
 /// map costs two (bucket, then node) and an insert allocates nothing.
 
+#include <strata/core/hash.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -248,15 +250,9 @@ public:
     }
 
 private:
-    /// The key's hash, with its bits mixed: std::hash of an integer is the
-    /// integer itself, and the slot comes from the low bits.
-    [[nodiscard]] std::size_t mix(const K& key) const noexcept {
-        auto h = static_cast<std::uint64_t>(hash_(key));
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 33;
-        return static_cast<std::size_t>(h);
-    }
+    /// The key's hash, spread: the slot comes from the low bits, the tag
+    /// from the high ones.
+    [[nodiscard]] std::size_t mix(const K& key) const noexcept { return spread_hash(hash_(key)); }
     static std::uint8_t tag_of(std::size_t h) noexcept { return static_cast<std::uint8_t>((h >> 57) | 0x80); }
 
     /// @returns the slot holding `key`, or capacity_ when it is absent
