@@ -237,6 +237,90 @@ TEST_CASE("file_log replay composes with std::ranges") {
     CHECK(std::ranges::distance(log.replay(0)) == 10);
 }
 
+TEST_CASE("file_log next_batch hands out the records iteration does, each batch valid until the next call",
+          "[file_log]") {
+    temp_dir dir;
+    // Segments of 1 MiB and values up to 90 KiB: the reader's 256 KiB buffer
+    // refills inside segments, with frames cut at its end, and batches end
+    // at segment ends. The last records are appended and not flushed.
+    const file_log_options opts{.segment_bytes = 1 << 20, .auto_compact = false};
+    file_log log(dir.path(), opts);
+    std::vector<record> want;
+    std::mt19937 rng(7);
+    for (offset_t i = 0; i < 3000; ++i) {
+        const std::size_t size = rng() % 16 == 0 ? rng() % 90'000 : rng() % 40;
+        want.push_back(i % 11 == 3 ? make_record("k" + std::to_string(i), std::nullopt, i)
+                                   : make_record("k" + std::to_string(i), value_for(i, size), i));
+        log.append(want.back().view());
+        if (i % 97 == 0 && i < 2900) log.flush();
+    }
+    REQUIRE(log.segment_count() > 3);
+    for (const offset_t from : {offset_t{0}, offset_t{1}, offset_t{1234}, offset_t{2950}, offset_t{2999},
+                                offset_t{3000}}) {
+        INFO("from " << from);
+        auto range = log.replay(from);
+        std::vector<record> got;
+        std::size_t batches = 0;
+        for (;;) {
+            const auto batch = range.next_batch();
+            if (batch.empty()) break;
+            ++batches;
+            CHECK(batch.size() <= 256);
+            // Copied only once the whole batch is out: a view that a refill
+            // of the reader's buffer had moved would read other bytes.
+            for (const strata::record_view& r : batch) got.emplace_back(r);
+        }
+        CHECK(range.next_batch().empty());
+        check_same(got, std::vector<record>(want.begin() + static_cast<std::ptrdiff_t>(from), want.end()));
+        if (from == 0) CHECK(batches > log.segment_count());
+        // Iterating the same range starts over.
+        check_same(collect(range), std::vector<record>(want.begin() + static_cast<std::ptrdiff_t>(from), want.end()));
+    }
+}
+
+TEST_CASE("file_log next_batch hands out the records before a damaged frame, then reports it", "[file_log]") {
+    temp_dir dir;
+    const file_log_options opts{.segment_bytes = 512, .auto_compact = false};
+    const auto rec = [](int i) {
+        const std::string n = std::to_string(10 + i);
+        return make_record("key" + n, "value" + n, static_cast<offset_t>(i));
+    };
+    {
+        file_log log(dir.path(), opts);
+        for (int i = 0; i < 60; ++i) {
+            log.append(rec(i).view());
+            log.flush();
+        }
+        REQUIRE(log.segment_count() > 2);
+    }
+    // Damage the value of record 3 in the first (sealed) segment: opening
+    // trusts the segment's index, the replay checks every frame. Each record
+    // is a flush of its own, followed by its commit frame.
+    const auto seg = dir / "00000000000000000000.log";
+    auto bytes = read_bytes(seg);
+    const std::size_t per_flush = strata::test::frame_size(rec(0)) + strata::test::commit_frame_size;
+    const std::size_t at = 3 * per_flush + strata::test::frame_size(rec(0)) - 2;
+    REQUIRE(at < bytes.size());
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
+    write_bytes(seg, bytes);
+
+    file_log log(dir.path(), opts);
+    auto range = log.replay(0);
+    std::vector<record> got;
+    bool reported = false;
+    try {
+        for (auto batch = range.next_batch(); !batch.empty(); batch = range.next_batch())
+            for (const strata::record_view& r : batch) got.emplace_back(r);
+    } catch (const strata::corruption_error& e) {
+        reported = true;
+        CHECK(e.file() == seg.string());
+        CHECK(e.byte_offset() == 3 * per_flush);
+    }
+    CHECK(reported);
+    check_same(got, {rec(0), rec(1), rec(2)});
+    CHECK_THROWS_AS(range.next_batch(), strata::corruption_error);  // and again
+}
+
 TEST_CASE("file_log is movable and locks its directory") {
     temp_dir dir;
     file_log a(dir.path());

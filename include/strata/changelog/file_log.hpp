@@ -50,6 +50,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -58,6 +59,7 @@
 #include <memory>
 #include <optional>
 #include <ranges>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -1002,48 +1004,107 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
         std::optional<offset_t> last;
         record_view current;
         bool done = false;
+        /// Enough records per batch for a restore to look ahead, few enough
+        /// to stay in the processor's cache.
+        static constexpr std::size_t max_batch = 256;
+        std::vector<record_view> batch;
+        bool batching = false;  ///< read with next_batch() since the last begin()
+        std::exception_ptr deferred;  ///< met while filling a batch; thrown by the next call
 
         void restart() {
+            rewind();
+            batching = false;
+            advance();
+        }
+
+        void rewind() {
             index = 0;
             reader.reset();
             file.reset();
             pending_pos = 0;
             last.reset();
             done = false;
-            advance();
+            batch.clear();
+            deferred = nullptr;
         }
 
         void advance() {
-            for (;;) {
-                if (reader) {
-                    const detail::segment_item it = reader->next();
-                    using kind = detail::segment_item::kind;
-                    if (it.what == kind::end) {
-                        reader.reset();
-                        file.reset();
-                        ++index;
-                        continue;
-                    }
-                    if (it.what == kind::bad) throw corruption_error(reader->path().string(), it.pos, it.problem);
-                    if (it.what == kind::commit) continue;
-                    if (last && it.rec.offset <= *last)
-                        throw corruption_error(reader->path().string(), it.pos, "record offset out of order");
-                    last = it.rec.offset;
-                    if (it.rec.offset < from) continue;
-                    current = it.rec;
-                    return;
-                }
-                if (index < sources.size()) {
-                    open_source(sources[index]);
-                    continue;
-                }
-                if (pending_pos >= pending.size()) {
-                    done = true;
-                    return;
-                }
-                current = next_pending();
-                if (current.offset >= from) return;
+            while (step(true) == stepped::skipped) {
             }
+        }
+
+        /// The records read so far that the reader can hand out without a
+        /// read (those in its buffer), at least one unless at the end; empty
+        /// at the end. Valid until the next call.
+        std::span<const record_view> next_batch() {
+            batch.clear();
+            if (deferred) std::rethrow_exception(deferred);
+            if (done) return {};
+            for (;;) {
+                stepped st;
+                if (batch.empty()) {
+                    st = step(true);
+                } else {
+                    // Damage met after some records is reported with the
+                    // next call: the records before it are handed out first,
+                    // as iteration would.
+                    try {
+                        st = step(false);
+                    } catch (...) {
+                        deferred = std::current_exception();
+                        break;
+                    }
+                }
+                if (st == stepped::record) {
+                    batch.push_back(current);
+                    if (batch.size() == max_batch) break;
+                } else if (st != stepped::skipped) {
+                    break;
+                }
+            }
+            return batch;
+        }
+
+        enum class stepped { record, skipped, would_read, end };
+
+        /// One step of the replay: `record` sets `current`. Without
+        /// `may_read` it stops (`would_read`) before anything that would
+        /// move or free the bytes that views returned before point into: a
+        /// refill of the reader's buffer, closing or opening a segment.
+        stepped step(bool may_read) {
+            if (done) return stepped::end;
+            if (reader) {
+                if (!may_read && !reader->next_is_buffered()) return stepped::would_read;
+                const detail::segment_item it = reader->next();
+                using kind = detail::segment_item::kind;
+                if (it.what == kind::end) {
+                    reader.reset();
+                    file.reset();
+                    ++index;
+                    return stepped::skipped;
+                }
+                if (it.what == kind::bad) throw corruption_error(reader->path().string(), it.pos, it.problem);
+                if (it.what == kind::commit) return stepped::skipped;
+                if (last && it.rec.offset <= *last)
+                    throw corruption_error(reader->path().string(), it.pos, "record offset out of order");
+                last = it.rec.offset;
+                if (it.rec.offset < from) return stepped::skipped;
+                current = it.rec;
+                return stepped::record;
+            }
+            if (index < sources.size()) {
+                if (!may_read) return stepped::would_read;
+                open_source(sources[index]);
+                return stepped::skipped;
+            }
+            if (pending_pos >= pending.size()) {
+                done = true;
+                return stepped::end;
+            }
+            // The unflushed frames were copied when the replay began: views
+            // into them stay valid.
+            current = next_pending();
+            return current.offset >= from ? stepped::record : stepped::skipped;
         }
 
         /// Opens one segment at a time, so a log of any number of segments
@@ -1120,6 +1181,21 @@ public:
         return iterator{state_.get()};
     }
     [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+    /// @brief The next records, as many as the replay has read already (up
+    /// to 256, at least one until the end), so that a restore can look at
+    /// the keys to come before it applies the first. Empty at the end.
+    /// The views are valid until the next call. The first call starts at
+    /// the first record >= from; a range is read either this way or with
+    /// begin(), not both.
+    [[nodiscard]] std::span<const record_view> next_batch() {
+        if (!state_) return {};
+        if (!state_->batching) {
+            state_->rewind();
+            state_->batching = true;
+        }
+        return state_->next_batch();
+    }
 
 private:
     friend class basic_file_log;

@@ -125,6 +125,17 @@ public:
         return it;
     }
 
+    /// @brief Whether the next frame lies whole in the buffer, so that
+    /// `next()` returns it without a read, and views of frames returned
+    /// before stay valid. Reads the prefix's length without checking it: a
+    /// damaged prefix answers either way, and `next()` reports it.
+    [[nodiscard]] bool next_is_buffered() const noexcept {
+        const std::uint64_t buf_end = buf_start_ + buf_len_;
+        if (pos_ < buf_start_ || pos_ >= limit_ || pos_ + frame::prefix_size > buf_end) return false;
+        const std::byte* p = buf_.data() + (pos_ - buf_start_);
+        return pos_ + frame::prefix_size + load_le<std::uint32_t>(p + 4) <= buf_end;
+    }
+
 private:
     static constexpr std::size_t chunk_size = 256 * 1024;
 
