@@ -211,6 +211,9 @@ TEST_CASE("a fixed-width serde writes into memory it is given exactly what encod
     check_fixed_matches_encode(std::byte{0x7f});
     check_fixed_matches_encode(side::sell);
     STATIC_REQUIRE_FALSE(strata::fixed_width_serializable<std::string>);
-    STATIC_REQUIRE(strata::kv_codec<std::uint64_t, double>::fixed_width);
-    STATIC_REQUIRE_FALSE(strata::kv_codec<std::uint64_t, std::string>::fixed_width);
+    STATIC_REQUIRE(strata::kv_codec<std::uint64_t, double>::key_is_fixed);
+    STATIC_REQUIRE(strata::kv_codec<std::uint64_t, double>::mapped_is_fixed);
+    STATIC_REQUIRE_FALSE(strata::kv_codec<std::uint64_t, std::string>::mapped_is_fixed);
+    STATIC_REQUIRE(strata::kv_codec<std::uint64_t, std::string>::mapped_is_raw);
+    STATIC_REQUIRE_FALSE(strata::kv_codec<std::uint64_t, std::string>::key_is_raw);
 }

@@ -1029,7 +1029,7 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
         }
 
         void advance() {
-            while (step(true) == stepped::skipped) {
+            while (step(true, current) == stepped::skipped) {
             }
         }
 
@@ -1040,42 +1040,46 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
             batch.clear();
             if (deferred) std::rethrow_exception(deferred);
             if (done) return {};
+            batch.reserve(max_batch);  // slots stay put while they are filled
             for (;;) {
+                // Decoded in place (see frame::decode_body_into).
+                record_view& slot = batch.emplace_back();
                 stepped st;
-                if (batch.empty()) {
-                    st = step(true);
+                if (batch.size() == 1) {
+                    st = step(true, slot);
                 } else {
                     // Damage met after some records is reported with the
                     // next call: the records before it are handed out first,
                     // as iteration would.
                     try {
-                        st = step(false);
+                        st = step(false, slot);
                     } catch (...) {
+                        batch.pop_back();
                         deferred = std::current_exception();
                         break;
                     }
                 }
                 if (st == stepped::record) {
-                    batch.push_back(current);
                     if (batch.size() == max_batch) break;
-                } else if (st != stepped::skipped) {
-                    break;
+                    continue;
                 }
+                batch.pop_back();
+                if (st != stepped::skipped) break;
             }
             return batch;
         }
 
         enum class stepped { record, skipped, would_read, end };
 
-        /// One step of the replay: `record` sets `current`. Without
+        /// One step of the replay: `record` fills `out`. Without
         /// `may_read` it stops (`would_read`) before anything that would
         /// move or free the bytes that views returned before point into: a
         /// refill of the reader's buffer, closing or opening a segment.
-        stepped step(bool may_read) {
+        stepped step(bool may_read, record_view& out) {
             if (done) return stepped::end;
             if (reader) {
                 if (!may_read && !reader->next_is_buffered()) return stepped::would_read;
-                const detail::segment_item it = reader->next();
+                const detail::segment_item it = reader->next(out);
                 using kind = detail::segment_item::kind;
                 if (it.what == kind::end) {
                     reader.reset();
@@ -1085,12 +1089,10 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
                 }
                 if (it.what == kind::bad) throw corruption_error(reader->path().string(), it.pos, it.problem);
                 if (it.what == kind::commit) return stepped::skipped;
-                if (last && it.rec.offset <= *last)
+                if (last && out.offset <= *last)
                     throw corruption_error(reader->path().string(), it.pos, "record offset out of order");
-                last = it.rec.offset;
-                if (it.rec.offset < from) return stepped::skipped;
-                current = it.rec;
-                return stepped::record;
+                last = out.offset;
+                return out.offset < from ? stepped::skipped : stepped::record;
             }
             if (index < sources.size()) {
                 if (!may_read) return stepped::would_read;
@@ -1103,8 +1105,8 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
             }
             // The unflushed frames were copied when the replay began: views
             // into them stay valid.
-            current = next_pending();
-            return current.offset >= from ? stepped::record : stepped::skipped;
+            next_pending(out);
+            return out.offset >= from ? stepped::record : stepped::skipped;
         }
 
         /// Opens one segment at a time, so a log of any number of segments
@@ -1134,16 +1136,18 @@ class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<repl
         }
 
         /// The buffer holds frames this process encoded itself; a bad one is a bug.
-        record_view next_pending() {
+        void next_pending(record_view& out) {
             const char* problem = "";
             const std::byte* p = pending.data() + pending_pos;
             const auto info = detail::frame::check_prefix(p, problem);
             if (!info) throw usage_error(std::string("strata: file_log buffer damaged: ") + problem);
-            const auto rec = detail::frame::decode_body(
-                *info, bytes_view(p + detail::frame::prefix_size, info->body_len), problem);
-            if (!rec) throw usage_error(std::string("strata: file_log buffer damaged: ") + problem);
+            std::uint64_t flush_bytes = 0;
+            const auto kind = detail::frame::decode_body_into(
+                *info, bytes_view(p + detail::frame::prefix_size, info->body_len), out, flush_bytes, problem);
+            if (kind != detail::frame::body_kind::record)
+                throw usage_error(std::string("strata: file_log buffer damaged: ") +
+                                  (kind == detail::frame::body_kind::commit ? "a commit frame among records" : problem));
             pending_pos += info->frame_size();
-            return rec->rec;
         }
     };
 

@@ -47,7 +47,7 @@ class kv_codec {
     static constexpr bool has_serdes = detail::serdes::require_serde<K>() & detail::serdes::require_serde<V>();
     /// A value whose encoding is its raw bytes (see serde/encode.hpp): it can
     /// be assigned from a record's bytes in place, and that cannot fail.
-    static constexpr bool raw_value = std::same_as<V, std::string> || std::same_as<V, byte_buffer>;
+    static constexpr bool raw_value = detail::raw_encoding<V>;
 
 public:
     /// @brief A unit of state is one key.
@@ -79,22 +79,43 @@ public:
     /// cached), to skip reading it back from the store.
     void write_mapped(const V& v, byte_buffer& out) const { encode(v, out); }
 
-    /// @brief Both K and V encode to a fixed number of bytes (integers,
-    /// floats, enumerations): the logged layer then builds a record in two
-    /// arrays on the stack, with write_key_fixed and write_mapped_fixed.
-    static constexpr bool fixed_width = fixed_width_serializable<K> && fixed_width_serializable<V>;
+    /// @name Building a record without a buffer
+    /// The logged layer builds each part of a record (key, value) the
+    /// cheapest way its type allows: a type whose encoding is its own bytes
+    /// (`std::string`, `byte_buffer`: see serde/encode.hpp) is handed to the
+    /// log as a view of itself, with no copy; a type of fixed width
+    /// (integers, floats, enumerations) is written to an array on the stack;
+    /// any other type is encoded into a buffer the layer reuses.
+    /// @{
+    static constexpr bool key_is_raw = detail::raw_encoding<K>;
+    static constexpr bool mapped_is_raw = detail::raw_encoding<V>;
+    static constexpr bool key_is_fixed = fixed_width_serializable<K>;
+    static constexpr bool mapped_is_fixed = fixed_width_serializable<V>;
     static constexpr std::size_t key_width = detail::fixed_size_of<K>();
     static constexpr std::size_t value_width = detail::fixed_size_of<V>();
+    /// @returns the record key of k: k's own bytes, valid as long as k is
+    [[nodiscard]] static bytes_view key_bytes(const K& k) noexcept
+        requires key_is_raw
+    {
+        return detail::raw_bytes_of(k);
+    }
+    /// @returns the record value of v: v's own bytes, valid as long as v is
+    [[nodiscard]] static bytes_view mapped_bytes(const V& v) noexcept
+        requires mapped_is_raw
+    {
+        return detail::raw_bytes_of(v);
+    }
     static void write_key_fixed(const K& k, std::byte* out) noexcept
-        requires fixed_width
+        requires key_is_fixed
     {
         serde<K>::write_fixed(k, out);
     }
     static void write_mapped_fixed(const V& v, std::byte* out) noexcept
-        requires fixed_width
+        requires mapped_is_fixed
     {
         serde<V>::write_fixed(v, out);
     }
+    /// @}
 
     /// @brief Appends the current value of k, read from the store.
     /// @returns false if k is absent: the record is a tombstone

@@ -236,20 +236,32 @@ private:
     }
 
     /// Appends the record of kv key k whose current value the caller holds
-    /// (nullptr: absent, a tombstone). Keys and values of a fixed width
-    /// (integers, floats, enumerations) are built on the stack: a few stores,
-    /// where growing byte buffers would cost more than the map write itself.
+    /// (nullptr: absent, a tombstone). Each part is built as the codec's
+    /// `key_is_raw` / `key_is_fixed` traits allow (see kv_codec): a view of
+    /// a string's own bytes, a few stores into an array on the stack, or,
+    /// only for other types, an encoding into the layer's buffer; growing
+    /// byte buffers would cost more than the map write itself.
     template <class V>
     void append_state(const log_key_type& k, const V* current) {
-        if constexpr (requires { requires Codec::fixed_width; }) {
+        if constexpr (requires { requires Codec::key_is_raw || Codec::key_is_fixed; } &&
+                      requires { requires Codec::mapped_is_raw || Codec::mapped_is_fixed; }) {
             refuse_if_failed("update");
-            std::array<std::byte, Codec::key_width> key;
-            std::array<std::byte, Codec::value_width> value;
-            Codec::write_key_fixed(k, key.data());
-            record_view r{key, std::nullopt};
+            std::array<std::byte, Codec::key_width> key_fixed;
+            std::array<std::byte, Codec::value_width> value_fixed;
+            record_view r;
+            if constexpr (Codec::key_is_raw) {
+                r.key = Codec::key_bytes(k);
+            } else {
+                Codec::write_key_fixed(k, key_fixed.data());
+                r.key = key_fixed;
+            }
             if (current) {
-                Codec::write_mapped_fixed(*current, value.data());
-                r.value = bytes_view(value);
+                if constexpr (Codec::mapped_is_raw) {
+                    r.value = Codec::mapped_bytes(*current);
+                } else {
+                    Codec::write_mapped_fixed(*current, value_fixed.data());
+                    r.value = bytes_view(value_fixed);
+                }
             }
             append_view(r);
         } else {

@@ -67,6 +67,19 @@ constexpr bool require_serde() {
 
 }  // namespace detail::serdes
 
+namespace detail {
+/// T's encoding as a whole record key or value is its own bytes.
+template <class T>
+concept raw_encoding = std::is_same_v<T, std::string> || std::is_same_v<T, byte_buffer>;
+
+/// The encoding of a raw_encoding value: a view of its own bytes.
+template <raw_encoding T>
+[[nodiscard]] bytes_view raw_bytes_of(const T& v) noexcept {
+    if constexpr (std::is_same_v<T, std::string>) return as_bytes(v);
+    else return bytes_view(v);
+}
+}  // namespace detail
+
 /// @brief Appends v's bytes as a whole record key or value to out.
 ///
 /// Appending lets a caller build a record in a buffer it reuses.
@@ -77,8 +90,7 @@ constexpr bool require_serde() {
 template <class T>
 void encode(const T& v, byte_buffer& out) {
     if constexpr (detail::serdes::require_serde<T>()) {
-        if constexpr (std::is_same_v<T, std::string>) append_bytes(out, as_bytes(v));
-        else if constexpr (std::is_same_v<T, byte_buffer>) append_bytes(out, v);
+        if constexpr (detail::raw_encoding<T>) append_bytes(out, detail::raw_bytes_of(v));
         else serde<T>::write(v, out);
     }
 }

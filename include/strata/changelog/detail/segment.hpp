@@ -79,40 +79,17 @@ public:
     /// @brief The next frame. After `bad` or `end`, the reader stays put.
     [[nodiscard]] segment_item next() {
         segment_item it;
-        it.pos = pos_;
-        if (pos_ >= limit_) return it;
-        it.what = segment_item::kind::bad;
-        const std::uint64_t left = limit_ - pos_;
-        if (left < frame::prefix_size) {
-            it.problem = "truncated frame header";
-            it.runs_past_end = true;
-            it.resume = limit_;
-            return it;
-        }
-        const std::byte* p = window(frame::prefix_size);
-        const auto info = frame::check_prefix(p, it.problem);
-        if (!info) {
-            it.resume = pos_ + 1;
-            return it;
-        }
-        if (info->frame_size() > left) {
-            it.problem = "frame runs past end of file";
-            it.runs_past_end = true;
-            it.resume = limit_;
-            return it;
-        }
-        p = window(info->frame_size());
-        const auto rec = frame::decode_body(
-            *info, bytes_view(p + frame::prefix_size, info->body_len), it.problem);
-        if (!rec) {
-            it.resume = pos_ + info->frame_size();
-            return it;
-        }
-        it.what = rec->commit ? segment_item::kind::commit : segment_item::kind::record;
-        it.rec = rec->rec;
-        it.flush_bytes = rec->flush_bytes;
-        it.raw = bytes_view(p, info->frame_size());
-        pos_ += info->frame_size();
+        read(it, it.rec);
+        return it;
+    }
+
+    /// @brief The next frame, with a record's (or commit's) fields written
+    /// to `rec` rather than to the item's own `rec`: a replay decodes
+    /// straight into the slot it hands the record out from (see
+    /// frame::decode_body_into).
+    [[nodiscard]] segment_item next(record_view& rec) {
+        segment_item it;
+        read(it, rec);
         return it;
     }
 
@@ -138,6 +115,41 @@ public:
 
 private:
     static constexpr std::size_t chunk_size = 256 * 1024;
+
+    void read(segment_item& it, record_view& rec) {
+        it.pos = pos_;
+        if (pos_ >= limit_) return;
+        it.what = segment_item::kind::bad;
+        const std::uint64_t left = limit_ - pos_;
+        if (left < frame::prefix_size) {
+            it.problem = "truncated frame header";
+            it.runs_past_end = true;
+            it.resume = limit_;
+            return;
+        }
+        const std::byte* p = window(frame::prefix_size);
+        const auto info = frame::check_prefix(p, it.problem);
+        if (!info) {
+            it.resume = pos_ + 1;
+            return;
+        }
+        if (info->frame_size() > left) {
+            it.problem = "frame runs past end of file";
+            it.runs_past_end = true;
+            it.resume = limit_;
+            return;
+        }
+        p = window(info->frame_size());
+        const frame::body_kind k = frame::decode_body_into(
+            *info, bytes_view(p + frame::prefix_size, info->body_len), rec, it.flush_bytes, it.problem);
+        if (k == frame::body_kind::bad) {
+            it.resume = pos_ + info->frame_size();
+            return;
+        }
+        it.what = k == frame::body_kind::commit ? segment_item::kind::commit : segment_item::kind::record;
+        it.raw = bytes_view(p, info->frame_size());
+        pos_ += info->frame_size();
+    }
 
     /// Makes file bytes [pos_, pos_ + n) contiguous in the buffer.
     /// @pre pos_ + n <= limit_, so n is bounded by the file's real size.
