@@ -77,6 +77,44 @@ TEST_CASE("each update writes the current state of the key it touched", "[logged
     REQUIRE(s.records_written() == 5);
 }
 
+namespace {
+/// Puts k -> v and erases k through a logged store of K -> V, and checks that
+/// the two records carry encode(k) and encode(v), then a tombstone.
+template <class K, class V>
+void check_records_encode(const K& k, const V& v) {
+    strata::memory_log log;
+    auto s = strata::ordered_map_store<K, V>("s") | strata::logged(log);
+    s.put(k, v);
+    REQUIRE(s.erase(k));
+    REQUIRE(log.records().size() == 2);
+    CHECK(log.records()[0].key == strata::encode(k));
+    REQUIRE(log.records()[0].value.has_value());
+    CHECK(*log.records()[0].value == strata::encode(v));
+    CHECK(log.records()[1].key == strata::encode(k));
+    CHECK(log.records()[1].is_tombstone());
+}
+}  // namespace
+
+TEST_CASE("a put's record holds encode(key) and encode(value), whichever way each part is built", "[logged]") {
+    using codec_ss = strata::kv_codec<std::string, std::string>;
+    using codec_is = strata::kv_codec<std::int64_t, std::string>;
+    using codec_bi = strata::kv_codec<strata::byte_buffer, std::int32_t>;
+    using codec_iv = strata::kv_codec<std::int64_t, std::vector<std::int64_t>>;
+    STATIC_REQUIRE((codec_ss::key_is_raw && codec_ss::mapped_is_raw));
+    STATIC_REQUIRE((codec_is::key_is_fixed && codec_is::mapped_is_raw));
+    STATIC_REQUIRE((codec_bi::key_is_raw && codec_bi::mapped_is_fixed));
+    STATIC_REQUIRE((!codec_iv::mapped_is_raw && !codec_iv::mapped_is_fixed));
+    // Views of the strings' own bytes (the log copies them as it appends).
+    check_records_encode(std::string("a key longer than the small-string buffer"), std::string(300, 'v'));
+    check_records_encode(std::string(""), std::string(""));
+    // A fixed-width key on the stack, a raw value.
+    check_records_encode(std::int64_t{-42}, std::string("value"));
+    // A raw key, a fixed-width value.
+    check_records_encode(strata::encode(std::string("bytes")), std::int32_t{7});
+    // A vector value: encoded into the layer's buffer.
+    check_records_encode(std::int64_t{5}, std::vector<std::int64_t>{1, 2, 3});
+}
+
 TEST_CASE("flush makes the log durable, flushes the store, then checkpoints", "[logged]") {
     test_support::temp_dir dir;
     auto disk = std::make_shared<persistent_store::disk>();

@@ -48,6 +48,11 @@ template <class R>
 concept has_next_batch = requires(R& r) {
     { r.next_batch() } -> std::convertible_to<std::span<const record_view>>;
 };
+/// A replay that knows the end offset it reads up to.
+template <class R>
+concept has_replay_end = requires(const R& r) {
+    { r.end_offset() } -> std::convertible_to<offset_t>;
+};
 /// A codec that can tell the store which units the next records restore
 /// (kv_codec over a store with prefetch()), so that the store's memory for
 /// several of them is fetched at once instead of one cache miss after
@@ -96,7 +101,11 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
     restore_progress p;
     p.store = store.name();
     p.from = opts.from;
-    p.to = log.end_offset();
+    // A replay that took the end offset itself (kafka_changelog's asks the
+    // broker) says where it ends: the same question is not asked twice.
+    auto&& records = log.replay(p.from);
+    if constexpr (detail::has_replay_end<decltype(records)>) p.to = records.end_offset();
+    else p.to = log.end_offset();
     p.position = p.from;
     p.records_total = p.to > p.from ? p.to - p.from : 0;
     listener.on_restore_start(p);
@@ -119,7 +128,6 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
             }
             return true;
         };
-        auto&& records = log.replay(p.from);
         if constexpr (detail::has_next_batch<decltype(records)>) {
             // Batches of what the changelog has read already: the codec can
             // look at the keys to come before the first is applied.
