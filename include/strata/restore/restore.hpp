@@ -43,7 +43,7 @@ template <class S>
 concept has_end_restore_batch = requires(S& s) { s.end_restore_batch(); };
 /// A replay that hands over what it has read already as one span of
 /// records, valid until the next call, empty at the end
-/// (kafka_changelog's): a restore can then look ahead.
+/// (file_log's and kafka_changelog's): a restore can then look ahead.
 template <class R>
 concept has_next_batch = requires(R& r) {
     { r.next_batch() } -> std::convertible_to<std::span<const record_view>>;
