@@ -50,8 +50,8 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <iterator>
