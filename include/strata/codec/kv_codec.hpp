@@ -45,9 +45,6 @@ class kv_codec {
     // members use it (for a Hana struct: the field without one); the members
     // below compile to nothing for such a type, adding no second error.
     static constexpr bool has_serdes = detail::serdes::require_serde<K>() & detail::serdes::require_serde<V>();
-    /// A value whose encoding is its raw bytes (see serde/encode.hpp): it can
-    /// be assigned from a record's bytes in place, and that cannot fail.
-    static constexpr bool raw_value = detail::raw_encoding<V>;
 
 public:
     /// @brief A unit of state is one key.
@@ -157,8 +154,10 @@ public:
         K k = decode<K>(r.key);
         if (r.is_tombstone()) {
             static_cast<void>(s.erase(k));  // false (already absent) is fine
-        } else if constexpr (raw_value && requires { s.value_for_overwrite(std::move(k)); }) {
-            // Bytes into the storage the key's value has already: no new value per record.
+        } else if constexpr (mapped_is_raw && requires { s.value_for_overwrite(std::move(k)); }) {
+            // A value whose encoding is its raw bytes is assigned from the
+            // record's bytes into the storage the key's value has already:
+            // no new value per record, and nothing that can fail.
             const bytes_view v = *r.value;
             V& dst = s.value_for_overwrite(std::move(k));
             if constexpr (std::same_as<V, std::string>) dst.assign(as_chars(v));
