@@ -18,12 +18,17 @@ namespace {
 using store_t = strata::ordered_map_store<std::int64_t, std::string>;
 
 /// A kv store that counts how often it is read, to see what the cache spares it.
+/// The layers above read through find() when a store has one, as this one does.
 class counting_store : public strata::hash_map_store<std::int64_t, std::string> {
 public:
     using hash_map_store::hash_map_store;
     std::optional<std::string> get(const std::int64_t& k) const {
         ++reads;
         return hash_map_store::get(k);
+    }
+    const std::string* find(const std::int64_t& k) const {
+        ++reads;
+        return hash_map_store::find(k);
     }
     mutable int reads = 0;
 };

@@ -43,6 +43,19 @@ template <class S>
 concept has_kv_get = requires(const S& s, const typename S::key_type& k) {
     { s.get(k) } -> std::same_as<std::optional<typename S::mapped_type>>;
 };
+/// The optional fast path of a kv store: `find(k)` points at the stored
+/// value (null when absent), valid until the store next changes. Decorators
+/// forward it, so a stack builds get()'s optional once, at its top.
+template <class S>
+concept has_kv_find = requires(const S& s, const typename S::key_type& k) {
+    { s.find(k) } -> std::same_as<const typename S::mapped_type*>;
+};
+/// get() from find(): the one copy of the value a read makes.
+template <class V>
+[[nodiscard]] std::optional<V> optional_of(const V* v) {
+    if (v == nullptr) return std::nullopt;
+    return *v;
+}
 template <class S>
 concept has_kv_put = requires(S& s, const typename S::key_type& k, const typename S::mapped_type& v) {
     s.put(k, v);
@@ -71,7 +84,9 @@ template <class S, class U>
 concept store_for = state_store<S> && detail::has_apply<S, U>;
 
 /// @brief A key-value store: `get(k) -> optional<V>`, `put(k, v)`,
-/// `erase(k) -> bool` (true if the key was there).
+/// `erase(k) -> bool` (true if the key was there). It may also offer
+/// `find(k) -> const mapped_type*` (see detail::has_kv_find), which must agree
+/// with get(k).
 ///
 /// Laws: after `put(k, v)`, `get(k) == v`; after `erase(k)`, `get(k)` is empty;
 /// operations on one key do not change the value of another.

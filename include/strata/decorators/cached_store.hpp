@@ -114,17 +114,16 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
-        if (!caches_reads_) return inner_.get(k);  // written through: the store beneath is current
-        entry& e = upsert(k, entries_type::hash_of(k), false);  // one lookup: a miss is cached too
-        if (e.cached.known) {
-            ++stats_.hits;
-            return e.cached.value;
-        }
-        ++stats_.misses;
-        auto v = inner_.get(k);
-        entries_.set_value(e, v);
-        evict_beyond_bound(&e);
-        return v;
+        if constexpr (detail::has_kv_find<S>) return detail::optional_of(find(k));
+        else if (!caches_reads_) return inner_.get(k);  // written through: the store beneath is current
+        else return read_through(k, [&] { return inner_.get(k); });
+    }
+    template <class S = Inner>
+        requires detail::has_kv_find<S>
+    [[nodiscard]] const typename S::mapped_type* find(const typename S::key_type& k) const {
+        if (!caches_reads_) return inner_.find(k);
+        const auto& v = read_through(k, [&] { return detail::optional_of(inner_.find(k)); });
+        return v ? &*v : nullptr;
     }
     template <class S = Inner>
         requires kv_store<S>
@@ -225,6 +224,21 @@ private:
             admission_.hit();
         }
         return *e;
+    }
+
+    /// The cached value of k (nullopt: known absent), read from the store
+    /// beneath with fetch() on a miss. One lookup: a miss is cached too.
+    template <class Fetch>
+    const auto& read_through(const cache_key_type& k, Fetch fetch) const {
+        entry& e = upsert(k, entries_type::hash_of(k), false);
+        if (e.cached.known) {
+            ++stats_.hits;
+        } else {
+            ++stats_.misses;
+            entries_.set_value(e, fetch());
+            evict_beyond_bound(&e);
+        }
+        return e.cached.value;
     }
 
     /// A put (v: the value) or erase (v: nullopt) reached the store beneath:

@@ -155,9 +155,11 @@ std::invoke_result_t<F> invoke_then(F&& f, After&& after) {
 }
 
 /// @brief What every decorator forwards unchanged to the store it wraps:
-/// its name, close(), persistent(), query(), and the reads get, range and
-/// all, which a layer redefines when it adds to them (the cache answers
-/// get, the meter times all three). Derived provides base().
+/// its name, close(), persistent(), query(), and the reads get, find, range
+/// and all, which a layer redefines when it adds to them (the cache answers
+/// get and find, the meter times them all). Over a store with find(), get()
+/// is built from find(): the value is copied once, at the top of the stack,
+/// not once per layer. Derived provides base().
 template <class Derived, class Inner>
 class layer_base : public kv_types_of<Inner> {
 public:
@@ -166,7 +168,13 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] auto get(const typename S::key_type& k) const {
-        return self().base().get(k);
+        if constexpr (has_kv_find<S>) return optional_of(self().base().find(k));
+        else return self().base().get(k);
+    }
+    template <class S = Inner>
+        requires has_kv_find<S>
+    [[nodiscard]] auto find(const typename S::key_type& k) const {
+        return self().base().find(k);
     }
     template <class S = Inner>
         requires ordered_kv_store<S>

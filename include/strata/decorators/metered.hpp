@@ -79,21 +79,13 @@ public:
     template <class S = Inner>
         requires kv_store<S>
     [[nodiscard]] std::optional<typename S::mapped_type> get(const typename S::key_type& k) const {
-        if constexpr (has_cache) {
-            // A cache that answers reads may evict a dirty entry on a miss,
-            // which writes its record: observed counts it. Otherwise a read
-            // writes nothing, and is only counted and timed.
-            if (cache().caches_reads()) {
-                return observed(m_.get, [&] {
-                    const std::uint64_t hits_before = cache().hits();
-                    auto v = inner_.get(k);
-                    if (cache().hits() != hits_before) m_.hits->inc();
-                    else m_.misses->inc();
-                    return v;
-                });
-            }
-        }
-        return observed<false>(m_.get, [&] { return inner_.get(k); });
+        if constexpr (detail::has_kv_find<S>) return detail::optional_of(read([&] { return inner_.find(k); }));
+        else return read([&] { return inner_.get(k); });
+    }
+    template <class S = Inner>
+        requires detail::has_kv_find<S>
+    [[nodiscard]] const typename S::mapped_type* find(const typename S::key_type& k) const {
+        return read([&] { return inner_.find(k); });
     }
     template <class S = Inner>
         requires kv_store<S>
@@ -152,6 +144,26 @@ private:
     [[nodiscard]] std::uint64_t records_below() const noexcept {
         if constexpr (has_log) return layer<logged_store>(inner_).records_written();
         else return 0;
+    }
+
+    /// A get or find, with fetch() reading the layer beneath.
+    template <class Fetch>
+    auto read(Fetch fetch) const {
+        if constexpr (has_cache) {
+            // A cache that answers reads may evict a dirty entry on a miss,
+            // which writes its record: observed counts it. Otherwise a read
+            // writes nothing, and is only counted and timed.
+            if (cache().caches_reads()) {
+                return observed(m_.get, [&] {
+                    const std::uint64_t hits_before = cache().hits();
+                    auto v = fetch();
+                    if (cache().hits() != hits_before) m_.hits->inc();
+                    else m_.misses->inc();
+                    return v;
+                });
+            }
+        }
+        return observed<false>(m_.get, fetch);
     }
 
     /// Counts f, times it when its turn comes, and counts the changelog

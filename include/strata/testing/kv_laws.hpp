@@ -110,6 +110,11 @@ void run_kv_history(const char* law, S& s, std::map<typename S::key_type, typena
                 if (s.get(k) != want)
                     detail::violated(law, seed, step, want ? "get returned another value than the last put"
                                                    : "get returned a value for an absent key");
+                if constexpr (strata::detail::has_kv_find<S>) {
+                    const V* found = s.find(k);
+                    if (!want != !found || (found && *found != *want))
+                        detail::violated(law, seed, step, "find disagrees with get");
+                }
                 break;
             }
             case 6:

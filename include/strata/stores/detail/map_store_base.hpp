@@ -27,10 +27,11 @@ public:
 
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
 
-    [[nodiscard]] std::optional<mapped_type> get(const key_type& key) const {
+    [[nodiscard]] std::optional<mapped_type> get(const key_type& key) const { return optional_of(find(key)); }
+    /// @brief The stored value of key, or null; valid until the store changes.
+    [[nodiscard]] const mapped_type* find(const key_type& key) const {
         auto it = map_.find(key);
-        if (it == map_.end()) return std::nullopt;
-        return it->second;
+        return it == map_.end() ? nullptr : &it->second;
     }
     void put(const key_type& key, const mapped_type& value) { map_.insert_or_assign(key, value); }
     void put(key_type&& key, mapped_type&& value) { map_.insert_or_assign(std::move(key), std::move(value)); }
