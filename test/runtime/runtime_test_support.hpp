@@ -203,17 +203,23 @@ inline bool await_committed(const std::string& group, const std::string& topic, 
 }
 
 /// Waits until `app` knows `instances` members, each with an endpoint, that
-/// together run every partition.
+/// together run every partition, each running one at least when there are
+/// enough partitions. A member that has joined but holds nothing yet is
+/// listed too: until the next assignment the others still run everything.
 template <class App>
 bool await_metadata(const App& app, std::size_t instances, std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (const auto md = app.metadata(); md && md->instances().size() == instances) {
+            const bool each_runs_one = static_cast<std::size_t>(md->partitions()) >= instances;
             std::size_t active = 0;
-            for (const auto& i : md->instances()) active += i.active.size();
-            bool endpoints = true;
-            for (const auto& i : md->instances()) endpoints = endpoints && !i.endpoint.empty();
-            if (active == static_cast<std::size_t>(md->partitions()) && endpoints) return true;
+            bool endpoints = true, balanced = true;
+            for (const auto& i : md->instances()) {
+                active += i.active.size();
+                endpoints = endpoints && !i.endpoint.empty();
+                balanced = balanced && (!each_runs_one || !i.active.empty());
+            }
+            if (active == static_cast<std::size_t>(md->partitions()) && endpoints && balanced) return true;
         }
         std::this_thread::sleep_for(50ms);
     }
