@@ -162,9 +162,9 @@ public:
         }
     }
 
-    void punctuate(std::chrono::steady_clock::time_point now) override {
+    bool punctuate(std::chrono::steady_clock::time_point now) override {
         const std::lock_guard lock(mutex());
-        ctx_.punctuate(now);
+        return ctx_.punctuate(now) > 0;
     }
 
 private:

@@ -85,7 +85,7 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
             if (const task_placement* c = in.current->find(t.task)) owner = c->active;
         } else if (in.statuses != nullptr) {
             for (const auto& [name, s] : *in.statuses)
-                if (std::find(s.active.begin(), s.active.end(), t.task) != s.active.end()) owner = name;
+                if (live(name) && s.lists(t.task) && owner.empty()) owner = name;
         }
         if (!owner.empty() && live(owner)) {
             t.active = owner;
@@ -150,7 +150,9 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
         std::int64_t move_lag = 0;
         task_placement* warm = nullptr;
         for (task_placement& t : out) {
-            if (t.active != busy) continue;
+            // A task still on its way here from elsewhere does not move again
+            // before it arrived: its old instance would be forgotten.
+            if (t.active != busy || !t.release_from.empty()) continue;
             const auto lag = detail::standby_lag_of(in, idle, t.task);
             if (lag && *lag <= in.acceptable_lag && (move == nullptr || *lag < move_lag)) {
                 move = &t;
@@ -158,6 +160,7 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
             }
             if (warm == nullptr) warm = &t;
         }
+        if (move == nullptr && warm == nullptr) break;  // every task of the busiest is on its way
         if (move != nullptr) {
             move->release_from = move->active;
             move->active = idle;

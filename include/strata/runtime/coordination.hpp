@@ -5,8 +5,11 @@
 /// every instance reads. Each instance publishes its status there (the tasks
 /// it runs, the standbys it keeps and how far behind they are, its
 /// endpoint); the leader (the member the consumer group gives that topic's
-/// partition to) publishes the assignment it computes from the group's
-/// membership and those statuses.
+/// partition to) claims an epoch and publishes, in it, the assignment it
+/// computes from the group's membership and those statuses. How the records
+/// are read is in detail/coordination_state.hpp, what the leader writes in
+/// detail/leader.hpp, and what an instance does with a decision in
+/// detail/handoff.hpp.
 ///
 /// Why not the group's own assignment: the partition assignors librdkafka
 /// ships cannot be told about standbys or about a copy still warming up, and
@@ -15,27 +18,18 @@
 /// leader, and its generation fences the commits of an instance it expelled.
 
 #include <strata/core/bytes.hpp>
-#include <strata/kafka/error.hpp>
-#include <strata/kafka/handles.hpp>
-#include <strata/kafka/producer.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/serde/encode.hpp>
 
 #include <boost/hana/define_struct.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
-
-#include <librdkafka/rdkafka.h>
 
 namespace strata::runtime {
 
@@ -46,16 +40,41 @@ struct standby_lag {
     friend bool operator==(const standby_lag&, const standby_lag&) = default;
 };
 
+/// @brief Which decision: the leader epoch it was made in (the offset of
+/// the leader's claim on the coordination topic, so it grows across
+/// restarts and survives compaction) and its number within that epoch.
+struct decision_id {
+    std::int64_t epoch = 0;
+    std::int64_t version = 0;
+    friend auto operator<=>(const decision_id&, const decision_id&) = default;
+};
+
+/// @brief Where a changelog of a task ended when its instance let go of
+/// it: the next owner restores at least that far.
+struct changelog_end {
+    BOOST_HANA_DEFINE_STRUCT(changelog_end, (std::int32_t, task), (std::string, store), (std::int64_t, offset));
+    friend bool operator==(const changelog_end&, const changelog_end&) = default;
+};
+
 /// @brief What an instance tells the others about itself.
 struct instance_status {
     BOOST_HANA_DEFINE_STRUCT(instance_status,
                              (std::string, instance),                 // its instance id
+                             (std::string, member_id),                // its member id in the group ("" before it joined)
                              (std::string, endpoint),                 // host:port of its queries, if any
                              (std::int64_t, published_ms),            // wall clock when published
-                             (std::int64_t, assignment_version),      // the last assignment it acted on
+                             (std::int64_t, acted_epoch),             // the last decision it acted on
+                             (std::int64_t, acted_version),
+                             (bool, withdrawn),                       // it closed its tasks and is leaving
                              (std::vector<std::int32_t>, active),     // tasks restoring or running here
-                             (std::vector<standby_lag>, standbys));   // standby tasks kept here
+                             (std::vector<standby_lag>, standbys),    // standby tasks kept here
+                             (std::vector<changelog_end>, released)); // changelog ends of tasks it let go of
     friend bool operator==(const instance_status&, const instance_status&) = default;
+
+    [[nodiscard]] decision_id acted() const noexcept { return {acted_epoch, acted_version}; }
+    [[nodiscard]] bool lists(std::int32_t task) const {
+        return std::find(active.begin(), active.end(), task) != active.end();
+    }
 };
 
 /// @brief Where one task runs, and where its standbys are.
@@ -64,20 +83,29 @@ struct task_placement {
                              (std::int32_t, task),
                              (std::string, active),                   // the instance that runs it
                              (std::vector<std::string>, standbys),    // instances that keep a copy
-                             (std::string, release_from));            // a live instance that must let go of it first
+                             (std::string, release_from),             // a live instance that must let go of it first
+                             (std::int64_t, since_epoch),             // the decision that gave it to `active`
+                             (std::int64_t, since_version));
     friend bool operator==(const task_placement&, const task_placement&) = default;
+
+    [[nodiscard]] decision_id since() const noexcept { return {since_epoch, since_version}; }
 };
 
-/// @brief The leader's decision: every task's placement.
+/// @brief The leader's decision: every task's placement, for the members
+/// of the group as the leader saw them (instance id and member id).
 struct assignment {
     BOOST_HANA_DEFINE_STRUCT(assignment,
-                             (std::int64_t, version),                 // grows with every decision
+                             (std::int64_t, epoch),                   // the leader's epoch (see decision_id)
+                             (std::int64_t, version),                 // grows with every decision of the epoch
                              (std::string, leader),                   // who decided
                              (std::int64_t, decided_ms),              // when
                              (std::int64_t, noticed_ms),              // when the leader saw the membership change behind it (0: none)
                              (std::vector<std::string>, members),     // the live instances it was made for
+                             (std::vector<std::string>, member_ids),  // their member ids, in the same order
                              (std::vector<task_placement>, tasks));   // ascending by task
     friend bool operator==(const assignment&, const assignment&) = default;
+
+    [[nodiscard]] decision_id id() const noexcept { return {epoch, version}; }
 
     /// The placement of task p, if the assignment has it.
     [[nodiscard]] const task_placement* find(std::int32_t p) const {
@@ -85,158 +113,28 @@ struct assignment {
             if (t.task == p) return &t;
         return nullptr;
     }
+    /// The member id the decision was made for the instance with, if it is a member.
+    [[nodiscard]] const std::string* member_id_of(std::string_view instance) const {
+        for (std::size_t i = 0; i < members.size() && i < member_ids.size(); ++i)
+            if (members[i] == instance) return &member_ids[i];
+        return nullptr;
+    }
+};
+
+/// @brief A member's claim to lead, written when the group gives it the
+/// coordination partition. The claim's offset is the epoch of every
+/// decision it makes; decisions of an older epoch are ignored.
+struct leader_claim {
+    BOOST_HANA_DEFINE_STRUCT(leader_claim,
+                             (std::string, instance),
+                             (std::string, member_id),
+                             (std::int64_t, election));               // counts this member's elections
+    friend bool operator==(const leader_claim&, const leader_claim&) = default;
 };
 
 /// @brief The name of an application's coordination topic.
 [[nodiscard]] inline std::string coordination_topic_name(std::string_view application) {
     return std::string(application) + "-coordination";
 }
-
-namespace detail {
-inline constexpr std::string_view assignment_key = "assignment";
-inline constexpr std::string_view status_prefix = "status/";
-}  // namespace detail
-
-/// @brief Tails the coordination topic and keeps the newest assignment and
-/// every instance's newest status. Used on one thread; never blocks.
-class coordination_reader {
-public:
-    coordination_reader(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
-        : topic_(std::move(topic)), consumer_(make(bootstrap, topic_, extra)) {
-        // Known before it is assigned: a partition whose leader librdkafka
-        // does not know yet starts fetching only 500 ms later.
-        (void)kafka::probe_topic(consumer_.get(), bootstrap, topic_, std::chrono::seconds(30));
-        const kafka::unique_partition_list l = kafka::one_partition(topic_, 0, RD_KAFKA_OFFSET_BEGINNING);
-        kafka::check(rd_kafka_assign(consumer_.get(), l.get()), "read " + topic_);
-    }
-
-    /// @brief Takes in what arrived since the last call.
-    /// @returns whether anything changed
-    bool poll() {
-        bool changed = false;
-        for (int n = 0; n < 10'000; ++n) {
-            const kafka::unique_message m(rd_kafka_consumer_poll(consumer_.get(), 0));
-            if (!m) break;
-            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                caught_up_ = true;
-                continue;
-            }
-            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-                if (m->err == RD_KAFKA_RESP_ERR__FATAL || m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-                    throw kafka::kafka_error("read " + topic_, m->err, rd_kafka_message_errstr(m.get()));
-                continue;  // transient: librdkafka retries
-            }
-            changed = take(*m) || changed;
-        }
-        return changed;
-    }
-
-    /// @brief Whether the reader has reached the end of the topic once.
-    [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
-    [[nodiscard]] const std::optional<assignment>& latest() const noexcept { return assignment_; }
-    [[nodiscard]] const std::map<std::string, instance_status, std::less<>>& statuses() const noexcept {
-        return statuses_;
-    }
-    /// @brief Instances whose last word was a withdrawal: they committed,
-    /// closed their tasks and are leaving the group (until they publish a
-    /// status again).
-    [[nodiscard]] const std::set<std::string, std::less<>>& withdrawn() const noexcept { return withdrawn_; }
-
-private:
-    static kafka::client make(const std::string& bootstrap, const std::string& topic, const kafka::settings& extra) {
-        kafka::conf c;
-        c.set("bootstrap.servers", bootstrap);
-        c.set(extra);
-        // rd_kafka_consumer_poll wants a group id; the reader never joins
-        // the group (it assigns its partition itself) and never commits.
-        c.set("group.id", topic + "-reader");
-        c.set("enable.partition.eof", "true");
-        c.set("enable.auto.commit", "false");
-        c.set("fetch.wait.max.ms", "10");
-        c.set("fetch.error.backoff.ms", "10");
-        c.set("fetch.error.backoff.ms", "10");
-        return kafka::client(RD_KAFKA_CONSUMER, std::move(c));
-    }
-
-    bool take(const rd_kafka_message_t& m) {
-        const std::string_view key(static_cast<const char*>(m.key), m.key_len);
-        const bytes_view value(static_cast<const std::byte*>(m.payload), m.len);
-        try {
-            if (key == detail::assignment_key) {
-                if (m.payload == nullptr) return false;
-                assignment a = decode<assignment>(value);
-                if (assignment_ && a.version <= assignment_->version) return false;
-                assignment_ = std::move(a);
-                return true;
-            }
-            if (key.substr(0, detail::status_prefix.size()) == detail::status_prefix) {
-                std::string instance(key.substr(detail::status_prefix.size()));
-                if (m.payload == nullptr) {  // the instance left, after closing its tasks
-                    statuses_.erase(instance);
-                    return withdrawn_.insert(std::move(instance)).second;
-                }
-                statuses_[instance] = decode<instance_status>(value);
-                withdrawn_.erase(instance);
-                return true;
-            }
-        } catch (const serde_error&) {
-            // Written by another version, or damaged: not ours to act on.
-        }
-        return false;
-    }
-
-    std::string topic_;
-    kafka::client consumer_;
-    std::optional<assignment> assignment_;
-    std::map<std::string, instance_status, std::less<>> statuses_;
-    std::set<std::string, std::less<>> withdrawn_;
-    bool caught_up_ = false;
-};
-
-/// @brief Publishes to the coordination topic (an idempotent producer of
-/// its own, outside any transaction: a status must be seen at once).
-class coordination_writer {
-public:
-    coordination_writer(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
-        : topic_(std::move(topic)), producer_(kafka::producer_options{bootstrap, std::nullopt, with_linger(extra)}),
-          tracker_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)) {}
-
-    void publish(const instance_status& s) {
-        send(std::string(detail::status_prefix) + s.instance, encode(s));
-    }
-    void publish(const assignment& a) { send(std::string(detail::assignment_key), encode(a)); }
-    /// @brief Says that an instance left for good (its status goes away).
-    void withdraw(const std::string& instance) {
-        const std::string key = std::string(detail::status_prefix) + instance;
-        producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
-    }
-
-    /// @brief Serves delivery reports; throws when a publication failed.
-    void poll() {
-        producer_.poll();
-        if (tracker_->has_failed())
-            throw kafka::kafka_error("publish to " + topic_, tracker_->first_error, tracker_->first_error_text);
-    }
-    /// @brief Waits until everything published is acknowledged.
-    void flush() {
-        producer_.wait(*tracker_);
-        poll();
-    }
-
-private:
-    static kafka::settings with_linger(kafka::settings s) {
-        s.try_emplace("linger.ms", "0");  // statuses are few and their latency is a handoff's
-        return s;
-    }
-    void send(const std::string& key, const byte_buffer& value) {
-        producer_.produce(rkt_.get(), 0, as_bytes(key), bytes_view(value), *tracker_);
-        producer_.poll();
-    }
-
-    std::string topic_;
-    kafka::producer producer_;
-    kafka::delivery_tracker* tracker_;
-    kafka::unique_topic rkt_;
-};
 
 }  // namespace strata::runtime

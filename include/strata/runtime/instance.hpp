@@ -24,8 +24,11 @@
 #include <strata/runtime/assignor.hpp>
 #include <strata/runtime/config.hpp>
 #include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination_log.hpp>
+#include <strata/runtime/detail/group_watch.hpp>
+#include <strata/runtime/detail/handoff.hpp>
+#include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/reaper.hpp>
-#include <strata/runtime/membership.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
@@ -119,14 +122,21 @@ public:
         task_environment env{&config_, producer_, registry_,
                              [this](std::string_view store) { return ensure_changelog(store); }};
         env_ = &env;
-        coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
+        detail::coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
         reader_ = &reader;
         kafka::settings writer_settings = config_.producer_settings;
         writer_settings.try_emplace("message.timeout.ms", std::to_string(config_.broker_timeout.count()));
-        coordination_writer writer(config_.bootstrap_servers, coordination, writer_settings);
+        detail::coordination_writer writer(config_.bootstrap_servers, coordination, writer_settings);
         writer_ = &writer;
-        group_watch watch(config_.bootstrap_servers, config_.application_id, config_.broker_timeout);
+        detail::group_watch watch(config_.bootstrap_servers, config_.application_id, config_.broker_timeout);
         watch_ = &watch;
+        detail::leader_options lo;
+        lo.instance = config_.instance_id;
+        lo.tasks = partitions_;
+        lo.standby_replicas = config_.standby_replicas;
+        lo.acceptable_lag = config_.acceptable_standby_lag;
+        lo.status_retention = std::max<std::chrono::milliseconds>(6 * config_.session_timeout, std::chrono::minutes(1));
+        leader_.emplace(std::move(lo));
         make_consumer(coordination);
         // Committed offsets are looked up by a consumer of the group's id
         // that never joins it: the member's own lookups can wait while the
@@ -163,8 +173,7 @@ public:
                 abandon_transaction();
                 close_all(false);
             }
-            publish_status();
-            writer.withdraw(config_.instance_id);
+            publish_status(true);  // withdrawn: the leader moves its tasks at once
             writer.flush();
         } catch (...) {
             if (!failure) failure = std::current_exception();
@@ -183,6 +192,7 @@ public:
         reaper_ = nullptr;  // the reaper finishes its work when run() returns
         consumer_.reset();
         watch_ = nullptr;
+        leader_.reset();
         writer_ = nullptr;
         reader_ = nullptr;
         eos_.reset();
@@ -343,7 +353,7 @@ private:
             writer_->poll();
             const auto now = clock::now();
             for (auto& [p, t] : tasks_)
-                if (t->state() == task_state::running) t->punctuate(now);
+                if (t->state() == task_state::running && t->punctuate(now)) ++t->uncommitted;  // committed like records
             if (now >= next_commit) {
                 commit(running_tasks());
                 next_commit = clock::now() + interval;
@@ -358,6 +368,7 @@ private:
         rd_kafka_t* rk = consumer_->get();
         for (std::size_t n = 0; n < config_.max_poll_records; ++n) {
             const kafka::unique_message m(rd_kafka_consumer_poll(rk, n == 0 ? wait_ms : 0));
+            if (membership_lost_) return;  // heard in this poll: nothing more is processed (coordinate() lets go)
             if (!m) return;
             if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
                 consumer_error(*m);
@@ -393,6 +404,14 @@ private:
         if (!unreachable) {
             if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
                 throw kafka::kafka_error("consume the input", m.err, what);
+            if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
+                throw kafka::kafka_error("join the group " + config_.application_id +
+                                             ": it is held by members of another protocol (another application, "
+                                             "e.g. Kafka Streams, with the same application id?); strata runs "
+                                             "nothing until it is a member",
+                                         m.err, what);
+            if (m.err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+                throw kafka::kafka_error("join the group " + config_.application_id + " (not authorized)", m.err, what);
             return;  // librdkafka retries the rest itself
         }
         const auto now = clock::now();
@@ -424,22 +443,42 @@ private:
     // ------------------------------------------------------- coordination --
 
     /// Reads the coordination topic, decides as leader, and acts on the
-    /// newest assignment.
+    /// newest decision made for this membership (see detail/handoff.hpp).
     void coordinate() {
         const auto now = clock::now();
         const bool changed = reader_->poll();
-        if (leader_) lead(now, changed);
-        if (changed || waiting_for_release_) act();
+        const bool rejoined = refresh_membership();
+        lead(now);
+        if (changed || rejoined || waiting_for_release_) act();
         if (changed) publish_metadata();
-        if (status_dirty_ || now >= next_status_) publish_status();
+        if (status_dirty_ || now >= next_status_) publish_status(false);
+    }
+
+    /// Follows this instance's member id. A membership lost (the group
+    /// expelled it: its session ended, or librdkafka says the assignment was
+    /// lost) ends every active task here at once, before anything more is
+    /// processed or committed: another instance may own them by now.
+    /// @returns whether the member id changed
+    bool refresh_membership() {
+        std::string id;
+        if (char* m = rd_kafka_memberid(consumer_->get()); m != nullptr) {
+            id = m;
+            rd_kafka_mem_free(consumer_->get(), m);
+        }
+        if (id == member_id_ && !membership_lost_) return false;
+        if ((!member_id_.empty() && id != member_id_) || membership_lost_) lose_membership();
+        membership_lost_ = false;
+        member_id_ = std::move(id);
+        status_dirty_ = true;
+        return true;
     }
 
     /// Hands queries the metadata as of the coordination topic's newest
     /// assignment and statuses.
     void publish_metadata() {
-        const std::optional<assignment>& a = reader_->latest();
+        const std::optional<assignment>& a = reader_->state().latest();
         if (!a) return;
-        queries_.publish_metadata(std::make_shared<const application_metadata>(partitions_, *a, reader_->statuses()));
+        queries_.publish_metadata(std::make_shared<const application_metadata>(partitions_, *a, reader_->state().statuses()));
     }
 
     /// Hands queries the tasks as they are now.
@@ -448,121 +487,83 @@ private:
         index_dirty_ = false;
     }
 
-    /// The leader: watches the membership, and publishes a new assignment
-    /// whenever the membership or a status changes the decision.
-    void lead(clock::time_point now, bool statuses_changed) {
+    /// The leader (see detail/leader.hpp): claims its epoch, watches the
+    /// membership, and publishes a decision whenever the membership or a
+    /// status changes it.
+    void lead(clock::time_point now) {
+        if (!leader_->elected()) return;
+        if (std::optional<leader_claim> c = leader_->claim_to_write()) writer_->publish(*c);
+        leader_->observe(reader_->state());
+        if (!leader_->leading()) return;
+        if (std::optional<std::vector<detail::group_member>> m = watch_->poll())
+            leader_->members_listed(std::move(*m), describe_sent_);
         if (membership_changed_ || now >= next_describe_) {
-            watch_->request();
+            if (watch_->request()) describe_sent_ = now;
             next_describe_ = now + std::chrono::milliseconds(250);
             membership_changed_ = false;
         }
-        bool decide = statuses_changed || !decided_once_;
-        if (std::optional<std::vector<std::string>> m = watch_->poll()) group_members_ = std::move(*m);
-        // An instance that withdrew has closed its tasks: they move at once,
-        // not when the group gets round to removing it.
-        std::vector<std::string> live;
-        for (const std::string& each : group_members_)
-            if (!reader_->withdrawn().contains(each)) live.push_back(each);
-        std::sort(live.begin(), live.end());
-        if (!group_members_.empty() && live != members_) {
-            members_ = std::move(live);
-            noticed_ms_ = wall_clock_ms();
-            emit_rebalance_noticed(noticed_ms_);
-            decide = true;
+        // Decide only once the coordination topic is read to its end.
+        if (!reader_->caught_up()) return;
+        if (std::optional<assignment> a = leader_->decide(reader_->state(), wall_clock_ms())) {
+            if (a->noticed_ms != noticed_ms_) {
+                noticed_ms_ = a->noticed_ms;
+                if (rebalance_log_) rebalance_log_(noticed_ms_);
+            }
+            writer_->publish(*a);
         }
-        // Decide only once the coordination topic is read to its end (the
-        // last decision is known) and the membership is.
-        if (!decide || !reader_->caught_up() || members_.empty()) return;
-        const std::optional<assignment>& current = reader_->latest();
-        assignor_input in;
-        in.tasks = partitions_;
-        in.members = members_;
-        in.current = current ? &*current : nullptr;
-        in.statuses = &reader_->statuses();
-        in.standby_replicas = config_.standby_replicas;
-        in.acceptable_lag = config_.acceptable_standby_lag;
-        std::vector<task_placement> tasks = assign_tasks(in);
-        decided_once_ = true;
-        if (current && current->tasks == tasks && current->members == members_) return;
-        assignment a;
-        a.version = current ? current->version + 1 : 1;
-        a.leader = config_.instance_id;
-        a.decided_ms = wall_clock_ms();
-        a.noticed_ms = noticed_ms_;
-        a.members = members_;
-        a.tasks = std::move(tasks);
-        writer_->publish(a);
+        for (const std::string& gone : leader_->statuses_to_remove(reader_->state(), now)) writer_->remove_status(gone);
     }
 
-    /// Brings this instance's tasks in line with the newest assignment:
+    /// Brings this instance's tasks in line with the newest decision:
     /// releases what moved away (after a commit), starts what moved here
-    /// (once its previous instance released it), keeps the standbys it lists.
+    /// once no other member may still run it, keeps the standbys it lists.
     void act() {
-        const std::optional<assignment>& latest = reader_->latest();
+        const std::optional<assignment>& latest = reader_->state().latest();
         if (!latest) return;
         const assignment& a = *latest;
-        const std::string& me = config_.instance_id;
-        waiting_for_release_ = false;
+        detail::local_tasks mine{config_.instance_id, member_id_, {}, {}};
+        for (const auto& [p, t] : tasks_) mine.active.insert(p);
+        for (const auto& [p, t] : standbys_) mine.standbys.insert(p);
+        const detail::handoff_plan plan = detail::plan_handoff(a, reader_->state(), mine);
+        waiting_for_release_ = !plan.wait.empty();
 
-        // Release first, with one commit for all of them.
-        std::vector<std::int32_t> releasing;
-        for (const auto& [p, t] : tasks_) {
-            const task_placement* placed = a.find(p);
-            if (placed == nullptr || placed->active != me) releasing.push_back(p);
+        // Release first, with one commit for all of them (none when the
+        // decision is not for this membership: such a commit is refused).
+        if (!plan.release.empty()) {
+            if (plan.member) commit(running_tasks());
+            else abandon_and_begin();
+            for (std::int32_t p : plan.release) release(p, plan.member);
         }
-        if (!releasing.empty()) {
-            commit(running_tasks());
-            for (std::int32_t p : releasing) release(p);
+        if (!plan.member) return;
+        for (std::int32_t p : plan.start) start_task(p, a);
+        for (std::int32_t p : plan.add_standby) start_standby(p);
+        for (std::int32_t p : plan.drop_standby) {
+            close(*standbys_.at(p), false);
+            reaper_->dispose(std::move(standbys_.at(p)));
+            standbys_.erase(p);
+            status_dirty_ = true;
         }
-
-        for (const task_placement& placed : a.tasks) {
-            const std::int32_t p = placed.task;
-            if (placed.active == me) {
-                if (tasks_.contains(p)) continue;
-                if (!placed.release_from.empty() && placed.release_from != me && still_runs(placed.release_from, p)) {
-                    waiting_for_release_ = true;  // starts once that instance's status no longer lists it
-                    continue;
-                }
-                start_task(p, a);
-                continue;
-            }
-            const bool standby_here = std::find(placed.standbys.begin(), placed.standbys.end(), me) != placed.standbys.end();
-            if (standby_here && !standbys_.contains(p)) start_standby(p);
-            if (!standby_here && standbys_.contains(p)) {
-                close(*standbys_.at(p), false);
-                reaper_->dispose(std::move(standbys_.at(p)));
-                standbys_.erase(p);
-                status_dirty_ = true;
-            }
+        if (acted_ != a.id()) {
+            acted_ = a.id();
+            status_dirty_ = true;
         }
-        // A standby of a task that is now active here was promoted above.
-        acted_version_ = a.version;
     }
 
-    /// Whether `other`'s latest status still lists task p as its own.
-    [[nodiscard]] bool still_runs(const std::string& other, std::int32_t p) const {
-        const auto& statuses = reader_->statuses();
-        const auto it = statuses.find(other);
-        if (it == statuses.end()) return false;
-        return std::find(it->second.active.begin(), it->second.active.end(), p) != it->second.active.end();
-    }
-
-    void publish_status() {
-        instance_status s;
+    void publish_status(bool withdrawn) {
+        instance_status s{};
         s.instance = config_.instance_id;
+        s.member_id = member_id_;
         s.endpoint = config_.endpoint;
         s.published_ms = wall_clock_ms();
-        s.assignment_version = acted_version_;
+        s.acted_epoch = acted_.epoch;
+        s.acted_version = acted_.version;
+        s.withdrawn = withdrawn;
         for (const auto& [p, t] : tasks_) s.active.push_back(p);
         for (const auto& [p, t] : standbys_)
             if (const std::int64_t lag = t->standby_lag(); lag >= 0) s.standbys.push_back({p, lag});
         writer_->publish(s);
         status_dirty_ = false;
         next_status_ = clock::now() + std::chrono::milliseconds(500);
-    }
-
-    void emit_rebalance_noticed(std::int64_t at_ms) {
-        if (rebalance_log_) rebalance_log_(at_ms);
     }
 
     // ---------------------------------------------------------- the tasks --
@@ -603,12 +604,12 @@ private:
         status_dirty_ = true;
     }
 
-    /// Lets go of task p after a commit: its stores are closed (with a
-    /// checkpoint), its input partitions unassigned.
-    void release(std::int32_t p) {
+    /// Lets go of task p: after a commit (`clean`), its stores are closed
+    /// with a checkpoint; without, as they are. Its input partitions are unassigned.
+    void release(std::int32_t p, bool clean) {
         const auto it = tasks_.find(p);
         if (it == tasks_.end()) return;
-        close(*it->second, it->second->state() == task_state::running && !failed_);
+        close(*it->second, clean && it->second->state() == task_state::running && !failed_);
         unassign_inputs(*it->second);
         reaper_->dispose(std::move(it->second));
         tasks_.erase(it);
@@ -742,7 +743,8 @@ private:
 
     /// The group assigns and revokes only the coordination topic's partition:
     /// whoever holds it leads. A lost assignment means this instance was
-    /// dropped from the group (see lose_membership).
+    /// dropped from the group: coordinate() lets go of its tasks before
+    /// anything more is processed.
     void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
         const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
         membership_changed_ = true;
@@ -757,13 +759,17 @@ private:
             // The coordination topic is read by its own consumer.
             kafka::check(rd_kafka_pause_partitions(rk, parts), "pause the coordination partition");
             if (coordination()) {
-                leader_ = true;
-                decided_once_ = false;  // a new leader decides at once
+                std::string id;
+                if (char* m = rd_kafka_memberid(rk); m != nullptr) {
+                    id = m;
+                    rd_kafka_mem_free(rk, m);
+                }
+                leader_->elected(std::move(id), clock::now());
             }
         } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
             const bool lost = rd_kafka_assignment_lost(rk) != 0;
-            if (coordination()) leader_ = false;
-            if (lost) lose_membership();
+            if (coordination()) leader_->deposed();
+            if (lost) membership_lost_ = true;
             if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, parts), "give back the revoked partitions");
             else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
         } else {
@@ -772,18 +778,24 @@ private:
         }
     }
 
-    /// This instance dropped out of the group (librdkafka says its assignment
-    /// was lost) and rejoins by itself. Its tasks stay: their state is as
-    /// good as before, and the leader's next decision says whether they
-    /// still run here (act() releases what moved). Under exactly-once the
-    /// open transaction cannot commit any more: it is aborted and the
-    /// running tasks are rebuilt from their changelogs, as after any abort.
+    /// This instance dropped out of the group. Its active tasks end here at
+    /// once, uncommitted (a commit would be refused, and another instance
+    /// may own them already); under exactly-once the open transaction is
+    /// aborted. Standbys stay: they write nothing. It rejoins by itself and
+    /// runs again what a decision made for its new membership gives it.
     void lose_membership() {
         counter("strata_instance_membership_lost_total", "Times the group dropped this instance").inc();
         status_dirty_ = true;
+        abandon_and_begin();
+        std::vector<std::int32_t> ps;
+        for (const auto& [p, t] : tasks_) ps.push_back(p);
+        for (std::int32_t p : ps) release(p, false);
+    }
+
+    /// Aborts the open transaction (if any) and opens the next one.
+    void abandon_and_begin() {
         if (!eos_) return;
         abandon_transaction();
-        rebuild_after_abort();
         eos_->begin();
     }
 
@@ -961,9 +973,10 @@ private:
     std::shared_ptr<kafka::producer> producer_;
     output* output_ = nullptr;
     task_environment* env_ = nullptr;
-    coordination_reader* reader_ = nullptr;
-    coordination_writer* writer_ = nullptr;
-    group_watch* watch_ = nullptr;
+    detail::coordination_reader* reader_ = nullptr;
+    detail::coordination_writer* writer_ = nullptr;
+    detail::group_watch* watch_ = nullptr;
+    std::optional<detail::leader> leader_;
     std::optional<kafka::client> consumer_;
     restorer* restorer_ = nullptr;
     detail::reaper* reaper_ = nullptr;
@@ -977,15 +990,14 @@ private:
     bool index_dirty_ = false;  // tasks_ or standbys_ changed since queries last saw them
 
     // Coordination (processing thread):
-    bool leader_ = false;
+    std::string member_id_;            // this instance's membership of the group, "" while it has none
+    bool membership_lost_ = false;     // librdkafka said so in a rebalance; coordinate() acts on it
     bool membership_changed_ = true;
-    bool decided_once_ = false;
     bool status_dirty_ = true;
     bool waiting_for_release_ = false;
-    std::vector<std::string> group_members_;  // as the group describes itself
-    std::vector<std::string> members_;        // those, less the withdrawn: what the leader decides for
+    decision_id acted_{};
     std::int64_t noticed_ms_ = 0;
-    std::int64_t acted_version_ = 0;
+    clock::time_point describe_sent_{};
     clock::time_point next_describe_{};
     clock::time_point next_status_{};
 };

@@ -133,8 +133,9 @@ public:
     }
 
     /// Runs the wall-clock punctuations that are due at `now`.
-    void punctuate(std::chrono::steady_clock::time_point now) {
-        run_due([&](scheduled& p) {
+    /// @returns how many punctuators ran (their writes are work to commit)
+    std::size_t punctuate(std::chrono::steady_clock::time_point now) {
+        return run_due([&](scheduled& p) {
             if (p.type != punctuation_type::wall_clock_time || now < p.due) return false;
             p.due += p.interval * ((now - p.due) / p.interval + 1);
             return true;
@@ -157,14 +158,17 @@ private:
     };
 
     template <class IsDue, class Timestamp>
-    void run_due(IsDue&& is_due, Timestamp&& timestamp) {
+    std::size_t run_due(IsDue&& is_due, Timestamp&& timestamp) {
+        std::size_t ran = 0;
         // By index: a punctuation may schedule another, which may reallocate.
         for (std::size_t i = 0; i < punctuations_.size(); ++i) {
             if (punctuations_[i].cancelled || !is_due(punctuations_[i])) continue;
             punctuator fn = punctuations_[i].fn;  // a copy: the vector may move under it
             fn(*this, timestamp());
+            ++ran;
         }
         std::erase_if(punctuations_, [](const scheduled& p) { return p.cancelled; });
+        return ran;
     }
 
     Stores* stores_ = nullptr;

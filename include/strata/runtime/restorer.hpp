@@ -42,8 +42,9 @@ using restore_callback = std::function<void(const restore_event&)>;
 /// @brief Builds and restores tasks on a thread of its own, and keeps
 /// standby tasks current by tailing their changelogs.
 ///
-/// An active task is restored up to the end its changelogs had when its
-/// restore began, then handed over (`take_ready`). A standby task is never
+/// An active task has its committed input offsets looked up, then is
+/// restored up to the end its changelogs had after that, then handed over
+/// (`take_ready`). A standby task is never
 /// handed over: it follows its changelogs, a batch at a time, until it is
 /// cancelled or promoted; a promoted standby restores what it is still
 /// behind (usually little) and is then handed over like any other task.
@@ -51,8 +52,10 @@ class restorer {
 public:
     /// Builds a task's stores (the factory runs here, on the restore thread).
     using build_fn = std::function<void(task&)>;
-    /// Looks up, after the restore, what the processing thread needs to start
-    /// the task (its committed input offsets); may block on the broker.
+    /// Looks up what the processing thread needs to start the task (its
+    /// committed input offsets); may block on the broker. It runs before
+    /// the restore reads where the changelogs end, so that the restore
+    /// covers every change those offsets commit (runtime-design I3).
     using prepare_fn = std::function<void(task&)>;
 
     restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
@@ -222,6 +225,7 @@ private:
         build_(*t);
         if (cancelled(*t)) return;
         job j{std::move(t), standby, {}};
+        if (!standby) prepare_(*j.t);
         std::optional<checkpoint_file> checkpoints;
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
         for (const auto& port : j.t->stores()) {
@@ -296,6 +300,7 @@ private:
             }
             if (j.standby && take_promotion(*j.t)) {
                 j.standby = false;
+                prepare_(*j.t);
                 for (store_job& s : j.stores) {
                     s.progress.from = s.progress.position;  // the promoted restore reports only the rest
                     s.progress.records_done = 0;
@@ -332,7 +337,6 @@ private:
             }
             const bool dropped = cancelled(*j.t);
             if (finished && !dropped && !j.standby) {
-                prepare_(*j.t);
                 j.t->timeline.restored_ms = wall_clock_ms();
                 for (const store_job& s : j.stores) j.t->timeline.records_restored += s.progress.records_done;
             }

@@ -244,7 +244,8 @@ public:
     /// @throws processing_error the processor threw; bad_record_error under `fail`
     virtual void process(const rd_kafka_message_t& m) = 0;
     /// Runs the wall-clock punctuations that are due.
-    virtual void punctuate(std::chrono::steady_clock::time_point now) = 0;
+    /// @returns whether any ran (what they wrote is committed like records)
+    virtual bool punctuate(std::chrono::steady_clock::time_point now) = 0;
 
     /// Flushes every store.
     void flush_stores() {
@@ -295,7 +296,7 @@ public:
     bool inputs_assigned = false;
     /// The task's consumer lag gauges, one per input topic (processing thread).
     std::vector<metrics::gauge*> lag_gauges;
-    /// Records processed since the last commit.
+    /// Records processed and punctuations run since the last commit.
     std::uint64_t uncommitted = 0;
     takeover_timeline timeline;
 

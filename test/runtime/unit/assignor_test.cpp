@@ -24,7 +24,7 @@ std::map<std::string, std::vector<std::int32_t>> actives(const std::vector<task_
 }
 
 assignment decided(std::vector<task_placement> tasks, std::vector<std::string> members) {
-    assignment a;
+    assignment a{};
     a.version = 7;
     a.members = std::move(members);
     a.tasks = std::move(tasks);
@@ -32,7 +32,7 @@ assignment decided(std::vector<task_placement> tasks, std::vector<std::string> m
 }
 
 instance_status status(std::string name, std::vector<std::int32_t> active, std::vector<standby_lag> standbys = {}) {
-    instance_status s;
+    instance_status s{};
     s.instance = std::move(name);
     s.active = std::move(active);
     s.standbys = std::move(standbys);
@@ -64,12 +64,12 @@ TEST_CASE("assignor: from nothing, tasks spread evenly and standbys avoid the ac
 
 TEST_CASE("assignor: a dead instance's tasks go to the live instance with the warmest standby",
           "[runtime][assignor]") {
-    const assignment current = decided({{0, "a", {"b"}, ""},
-                                        {1, "a", {"c"}, ""},
-                                        {2, "b", {"a", "c"}, ""},
-                                        {3, "b", {"c"}, ""},
-                                        {4, "c", {"a"}, ""},
-                                        {5, "c", {"b"}, ""}},
+    const assignment current = decided({{0, "a", {"b"}, "", 0, 0},
+                                        {1, "a", {"c"}, "", 0, 0},
+                                        {2, "b", {"a", "c"}, "", 0, 0},
+                                        {3, "b", {"c"}, "", 0, 0},
+                                        {4, "c", {"a"}, "", 0, 0},
+                                        {5, "c", {"b"}, "", 0, 0}},
                                        {"a", "b", "c"});
     statuses s{{"a", status("a", {0, 1}, {{2, 50}, {4, 0}})}, {"c", status("c", {4, 5}, {{1, 0}, {2, 3}, {3, 0}})}};
     assignor_input in;
@@ -95,12 +95,12 @@ TEST_CASE("assignor: a dead instance's tasks go to the live instance with the wa
 
 TEST_CASE("assignor: a new instance gets a warm-up copy first, and the task moves once it caught up",
           "[runtime][assignor]") {
-    const assignment current = decided({{0, "a", {}, ""},
-                                        {1, "a", {}, ""},
-                                        {2, "a", {}, ""},
-                                        {3, "b", {}, ""},
-                                        {4, "b", {}, ""},
-                                        {5, "b", {}, ""}},
+    const assignment current = decided({{0, "a", {}, "", 0, 0},
+                                        {1, "a", {}, "", 0, 0},
+                                        {2, "a", {}, "", 0, 0},
+                                        {3, "b", {}, "", 0, 0},
+                                        {4, "b", {}, "", 0, 0},
+                                        {5, "b", {}, "", 0, 0}},
                                        {"a", "b"});
     assignor_input in;
     in.tasks = 6;
@@ -132,7 +132,7 @@ TEST_CASE("assignor: a new instance gets a warm-up copy first, and the task move
 }
 
 TEST_CASE("assignor: a move waits until its old instance no longer lists the task", "[runtime][assignor]") {
-    const assignment current = decided({{0, "c", {}, "a"}, {1, "a", {}, ""}}, {"a", "c"});
+    const assignment current = decided({{0, "c", {}, "a", 0, 0}, {1, "a", {}, "", 0, 0}}, {"a", "c"});
     assignor_input in;
     in.tasks = 2;
     in.members = {"a", "c"};
@@ -158,4 +158,31 @@ TEST_CASE("assignor: the decision does not depend on the order of the members", 
     const auto one = assign_tasks(in);
     in.members = {"z", "w", "y", "x", "x"};
     CHECK(assign_tasks(in) == one);
+}
+
+TEST_CASE("assignor: a task on its way to an instance does not move again before it arrived",
+          "[runtime][assignor]") {
+    // Task 0 moves from a to c (a has yet to let go); c is the busiest, and
+    // b has a warm standby of task 0. Moving task 0 on to b would name c as
+    // the instance to wait for, and forget a, which still runs it.
+    auto t = [](std::int32_t p, std::string active, std::string release_from = {}) {
+        task_placement x{};
+        x.task = p;
+        x.active = std::move(active);
+        x.release_from = std::move(release_from);
+        return x;
+    };
+    const assignment current = decided({t(0, "c", "a"), t(1, "c"), t(2, "c"), t(3, "c"), t(4, "a")}, {"a", "b", "c"});
+    statuses s;
+    s["a"] = status("a", {0, 4});
+    s["b"] = status("b", {}, {{0, 0}});
+    s["c"] = status("c", {1, 2, 3});
+    assignor_input in;
+    in.tasks = 5;
+    in.members = {"a", "b", "c"};
+    in.current = &current;
+    in.statuses = &s;
+    const auto tasks = assign_tasks(in);
+    CHECK(tasks[0].active == "c");
+    CHECK(tasks[0].release_from == "a");
 }

@@ -5,6 +5,7 @@
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
+#include <strata/runtime/detail/leader.hpp>
 
 #include <array>
 #include <chrono>
@@ -17,7 +18,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-namespace strata::runtime {
+namespace strata::runtime::detail {
 
 /// @brief Asks the group coordinator for the group's members without
 /// blocking: `request()` sends, `poll()` answers once the reply is in.
@@ -29,8 +30,9 @@ public:
           queue_(rd_kafka_queue_new(client_.get())) {}
 
     /// @brief Sends a request unless one is on its way.
-    void request() {
-        if (in_flight_) return;
+    /// @returns whether it sent one
+    bool request() {
+        if (in_flight_) return false;
         const kafka::unique_admin_options opts(
             rd_kafka_AdminOptions_new(client_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS));
         std::array<char, 256> err{};
@@ -38,36 +40,53 @@ public:
         const char* groups[] = {group_.c_str()};
         rd_kafka_DescribeConsumerGroups(client_.get(), groups, 1, opts.get(), queue_.get());
         in_flight_ = true;
+        return true;
     }
 
-    /// @brief The members' instance ids (their client.id), when a reply to
-    /// the last request arrived. A group
-    /// in the middle of a rebalance lists its members already (a member that
-    /// left or timed out is gone from the list when the rebalance starts),
-    /// waiting for the rebalance to end would add
-    /// up to a heartbeat interval to every failover.
+    /// @brief The members (instance id from their client.id, and member
+    /// id), when a reply to the last request arrived. A group in the middle
+    /// of a rebalance lists its members already (a member that left or timed
+    /// out is gone from the list when the rebalance starts); waiting for the
+    /// rebalance to end would add up to a heartbeat interval to every failover.
     /// @throws kafka_error the coordinator refused the request for good
-    [[nodiscard]] std::optional<std::vector<std::string>> poll() {
+    ///         (not authorized to describe the group: the leader could never decide)
+    [[nodiscard]] std::optional<std::vector<group_member>> poll() {
         if (!in_flight_) return std::nullopt;
         const kafka::unique_event ev(rd_kafka_queue_poll(queue_.get(), 0));
         if (!ev) return std::nullopt;
         in_flight_ = false;
-        if (rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return std::nullopt;  // asked again later
+        if (const rd_kafka_resp_err_t err = rd_kafka_event_error(ev.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            refuse_for_good(err, rd_kafka_event_error_string(ev.get()));
+            return std::nullopt;  // asked again later
+        }
         const rd_kafka_DescribeConsumerGroups_result_t* result = rd_kafka_event_DescribeConsumerGroups_result(ev.get());
         if (result == nullptr) return std::nullopt;
         std::size_t count = 0;
         const rd_kafka_ConsumerGroupDescription_t** groups = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
-        if (count != 1 || rd_kafka_ConsumerGroupDescription_error(groups[0]) != nullptr) return std::nullopt;
+        if (count != 1) return std::nullopt;
+        if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(groups[0]); e != nullptr) {
+            refuse_for_good(rd_kafka_error_code(e), rd_kafka_error_string(e));
+            return std::nullopt;
+        }
         const rd_kafka_consumer_group_state_t state = rd_kafka_ConsumerGroupDescription_state(groups[0]);
         if (state == RD_KAFKA_CONSUMER_GROUP_STATE_DEAD || state == RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN)
             return std::nullopt;
-        std::vector<std::string> members;
-        for (std::size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(groups[0]); ++i)
-            members.emplace_back(rd_kafka_MemberDescription_client_id(rd_kafka_ConsumerGroupDescription_member(groups[0], i)));
+        std::vector<group_member> members;
+        for (std::size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(groups[0]); ++i) {
+            const rd_kafka_MemberDescription_t* m = rd_kafka_ConsumerGroupDescription_member(groups[0], i);
+            members.push_back({rd_kafka_MemberDescription_client_id(m), rd_kafka_MemberDescription_consumer_id(m)});
+        }
         return members;
     }
 
 private:
+    void refuse_for_good(rd_kafka_resp_err_t err, const char* what) const {
+        if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
+            throw kafka::kafka_error("describe the group " + group_ +
+                                         " (the leader needs DESCRIBE on it to know the members it decides for)",
+                                     err, what == nullptr ? "" : what);
+    }
+
     static kafka::client make(const std::string& bootstrap) {
         kafka::conf c;
         c.set("bootstrap.servers", bootstrap);
@@ -81,4 +100,4 @@ private:
     bool in_flight_ = false;
 };
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail

@@ -1,0 +1,133 @@
+#pragma once
+/// @file
+/// @brief The coordination topic through librdkafka: a reader that feeds
+/// every record to a coordination_state, and a writer of statuses, claims,
+/// decisions and tombstones.
+
+#include <strata/core/bytes.hpp>
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/kafka/producer.hpp>
+#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination_state.hpp>
+#include <strata/serde/all.hpp>
+#include <strata/serde/encode.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime::detail {
+
+/// @brief Tails the coordination topic. Used on one thread; never blocks.
+class coordination_reader {
+public:
+    coordination_reader(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
+        : topic_(std::move(topic)), consumer_(make(bootstrap, topic_, extra)) {
+        // Known before it is assigned: a partition whose leader librdkafka
+        // does not know yet starts fetching only 500 ms later.
+        (void)kafka::probe_topic(consumer_.get(), bootstrap, topic_, std::chrono::seconds(30));
+        const kafka::unique_partition_list l = kafka::one_partition(topic_, 0, RD_KAFKA_OFFSET_BEGINNING);
+        kafka::check(rd_kafka_assign(consumer_.get(), l.get()), "read " + topic_);
+    }
+
+    /// @brief Takes in what arrived since the last call.
+    /// @returns whether anything changed
+    bool poll() {
+        bool changed = false;
+        for (int n = 0; n < 10'000; ++n) {
+            const kafka::unique_message m(rd_kafka_consumer_poll(consumer_.get(), 0));
+            if (!m) break;
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                caught_up_ = true;
+                continue;
+            }
+            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                if (m->err == RD_KAFKA_RESP_ERR__FATAL || m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+                    throw kafka::kafka_error("read " + topic_, m->err, rd_kafka_message_errstr(m.get()));
+                continue;  // transient: librdkafka retries
+            }
+            const std::string_view key(static_cast<const char*>(m->key), m->key_len);
+            std::optional<bytes_view> value;
+            if (m->payload != nullptr) value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
+            changed = state_.take(key, value, m->offset) || changed;
+        }
+        return changed;
+    }
+
+    /// @brief Whether the reader has reached the end of the topic once.
+    [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
+    [[nodiscard]] const coordination_state& state() const noexcept { return state_; }
+
+private:
+    static kafka::client make(const std::string& bootstrap, const std::string& topic, const kafka::settings& extra) {
+        kafka::conf c;
+        c.set("bootstrap.servers", bootstrap);
+        c.set(extra);
+        // rd_kafka_consumer_poll wants a group id; the reader never joins
+        // the group (it assigns its partition itself) and never commits.
+        c.set("group.id", topic + "-reader");
+        c.set("enable.partition.eof", "true");
+        c.set("enable.auto.commit", "false");
+        c.set("fetch.wait.max.ms", "10");
+        c.set("fetch.error.backoff.ms", "10");
+        return kafka::client(RD_KAFKA_CONSUMER, std::move(c));
+    }
+
+    std::string topic_;
+    kafka::client consumer_;
+    coordination_state state_;
+    bool caught_up_ = false;
+};
+
+/// @brief Publishes to the coordination topic (an idempotent producer of
+/// its own, outside any transaction: a status must be seen at once).
+class coordination_writer {
+public:
+    coordination_writer(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
+        : topic_(std::move(topic)), producer_(kafka::producer_options{bootstrap, std::nullopt, with_linger(extra)}),
+          tracker_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)) {}
+
+    void publish(const instance_status& s) { send(status_key(s.instance), encode(s)); }
+    void publish(const assignment& a) { send(std::string(assignment_key), encode(a)); }
+    void publish(const leader_claim& c) { send(std::string(leader_key), encode(c)); }
+    /// @brief Removes an instance's status (the leader does, long after it left).
+    void remove_status(const std::string& instance) {
+        const std::string key = status_key(instance);
+        producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
+    }
+
+    /// @brief Serves delivery reports; throws when a publication failed.
+    void poll() {
+        producer_.poll();
+        if (tracker_->has_failed())
+            throw kafka::kafka_error("publish to " + topic_, tracker_->first_error, tracker_->first_error_text);
+    }
+    /// @brief Waits until everything published is acknowledged.
+    void flush() {
+        producer_.wait(*tracker_);
+        poll();
+    }
+
+private:
+    static kafka::settings with_linger(kafka::settings s) {
+        s.try_emplace("linger.ms", "0");  // statuses are few and their latency is a handoff's
+        return s;
+    }
+    void send(const std::string& key, const byte_buffer& value) {
+        producer_.produce(rkt_.get(), 0, as_bytes(key), bytes_view(value), *tracker_);
+        producer_.poll();
+    }
+
+    std::string topic_;
+    kafka::producer producer_;
+    kafka::delivery_tracker* tracker_;
+    kafka::unique_topic rkt_;
+};
+
+}  // namespace strata::runtime::detail

@@ -1,0 +1,106 @@
+#pragma once
+/// @file
+/// @brief What an instance knows from the coordination topic, built record
+/// by record in log order, with no Kafka in it (so that it is tested alone
+/// and driven by the simulation as it is by the real reader).
+///
+/// Three kinds of records, by key:
+/// - `leader`: a leader_claim. Its offset + 1 is the epoch of the
+///   claimant's decisions. Every reader sees the claims in the same order, so all agree
+///   on the newest epoch.
+/// - `assignment`: a decision. Taken only from the newest epoch, and only
+///   when newer than the one in hand: a paused leader that wakes up and
+///   decides again is ignored by everyone, and so is a decision that
+///   compaction kept because it was written last (the leader republishes,
+///   see leader.hpp).
+/// - `status/<instance>`: an instance_status; null (a tombstone) when the
+///   leader removed the status of an instance long gone.
+
+#include <strata/core/bytes.hpp>
+#include <strata/runtime/coordination.hpp>
+#include <strata/serde/all.hpp>
+#include <strata/serde/encode.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace strata::runtime::detail {
+
+inline constexpr std::string_view assignment_key = "assignment";
+inline constexpr std::string_view leader_key = "leader";
+inline constexpr std::string_view status_prefix = "status/";
+
+[[nodiscard]] inline std::string status_key(std::string_view instance) {
+    return std::string(status_prefix) + std::string(instance);
+}
+
+class coordination_state {
+public:
+    using status_map = std::map<std::string, instance_status, std::less<>>;
+
+    /// @brief Takes the record at `offset` (value null: a tombstone).
+    /// @returns whether what the instance acts on changed
+    bool take(std::string_view key, std::optional<bytes_view> value, std::int64_t offset) {
+        try {
+            if (key == leader_key) {
+                if (!value) return false;
+                claim_ = decode<leader_claim>(*value);
+                epoch_ = offset + 1;  // from 1: epoch 0 means none
+                return true;
+            }
+            if (key == assignment_key) {
+                if (!value) return false;
+                assignment a = decode<assignment>(*value);
+                last_written_ = a.id();
+                if (a.epoch != epoch_) return false;  // a leader that lost its epoch, or never had one
+                if (latest_ && a.id() <= latest_->id()) return false;
+                latest_ = std::move(a);
+                return true;
+            }
+            if (key.substr(0, status_prefix.size()) == status_prefix) {
+                const std::string_view instance = key.substr(status_prefix.size());
+                if (!value) return statuses_.erase(std::string(instance)) > 0;
+                instance_status s = decode<instance_status>(*value);
+                if (s.instance != instance) return false;  // not a status we can trust
+                statuses_.insert_or_assign(std::string(instance), std::move(s));
+                return true;
+            }
+        } catch (const serde_error&) {
+            // Written by another version, or damaged: not ours to act on.
+        }
+        return false;
+    }
+
+    /// @brief The newest decision of the newest epoch that made one.
+    [[nodiscard]] const std::optional<assignment>& latest() const noexcept { return latest_; }
+    /// @brief The newest epoch (the offset of the newest claim + 1; 0: none yet).
+    [[nodiscard]] std::int64_t epoch() const noexcept { return epoch_; }
+    [[nodiscard]] const std::optional<leader_claim>& claim() const noexcept { return claim_; }
+    /// @brief The id of the decision written last, whatever its epoch: when
+    /// it is not the newest one, compaction may keep only it.
+    [[nodiscard]] const std::optional<decision_id>& last_written() const noexcept { return last_written_; }
+    [[nodiscard]] const status_map& statuses() const noexcept { return statuses_; }
+
+    [[nodiscard]] const instance_status* status_of(std::string_view instance) const {
+        const auto it = statuses_.find(instance);
+        return it == statuses_.end() ? nullptr : &it->second;
+    }
+    /// @brief Whether the member `member_id` of `instance` said it left.
+    [[nodiscard]] bool withdrew(std::string_view instance, std::string_view member_id) const {
+        const instance_status* s = status_of(instance);
+        return s != nullptr && s->withdrawn && s->member_id == member_id;
+    }
+
+private:
+    std::optional<assignment> latest_;
+    std::optional<leader_claim> claim_;
+    std::optional<decision_id> last_written_;
+    std::int64_t epoch_ = 0;
+    status_map statuses_;
+};
+
+}  // namespace strata::runtime::detail

@@ -1,0 +1,85 @@
+#pragma once
+/// @file
+/// @brief What an instance does with a decision, with no Kafka in it: which
+/// tasks it lets go of, which it starts, which wait, which standbys it keeps.
+///
+/// The rules that keep a task off two instances (runtime-design I1, I4):
+/// - An instance runs tasks only under a decision made for it as it is now:
+///   one that lists its instance id with its current member id. A decision
+///   that does not (made before it joined, or after the group dropped it)
+///   gives it nothing, and it lets go of every task it runs.
+/// - It starts task p only when every other member of the decision has
+///   said, in a status published by that membership, that it acted on a
+///   decision at least as new as the one that gave p here, and does not list
+///   p. A member that acted on such a decision has let go of p; one that has
+///   not said so yet may still run it, whatever the leader believes. A
+///   member gone from the group is not waited for: the group has expelled
+///   it, and its writes are fenced (see the committer).
+
+#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination_state.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace strata::runtime::detail {
+
+/// @brief An instance as it sees itself.
+struct local_tasks {
+    std::string instance;
+    std::string member_id;            ///< empty while it is not a member
+    std::set<std::int32_t> active;    ///< restoring or running
+    std::set<std::int32_t> standbys;
+};
+
+struct handoff_plan {
+    bool member = false;                     ///< the decision was made for this membership
+    std::vector<std::int32_t> release;       ///< active here, placed elsewhere (or not a member)
+    std::vector<std::int32_t> start;         ///< placed here, safe to start
+    std::vector<std::int32_t> wait;          ///< placed here, another member may still run it
+    std::vector<std::int32_t> add_standby;
+    std::vector<std::int32_t> drop_standby;
+};
+
+/// @brief Whether another member of `d` may still run task p, as far as
+/// the statuses say.
+[[nodiscard]] inline bool held_elsewhere(const assignment& d, const task_placement& p, const coordination_state& s,
+                                         const std::string& me) {
+    for (std::size_t i = 0; i < d.members.size() && i < d.member_ids.size(); ++i) {
+        if (d.members[i] == me) continue;
+        const instance_status* st = s.status_of(d.members[i]);
+        if (st == nullptr || st->member_id != d.member_ids[i]) return true;  // has not spoken since it joined
+        if (st->acted() < p.since() || st->lists(p.task)) return true;
+    }
+    return false;
+}
+
+[[nodiscard]] inline handoff_plan plan_handoff(const assignment& d, const coordination_state& s, const local_tasks& me) {
+    handoff_plan plan;
+    const std::string* my_id = d.member_id_of(me.instance);
+    plan.member = !me.member_id.empty() && my_id != nullptr && *my_id == me.member_id;
+    for (std::int32_t p : me.active) {
+        const task_placement* placed = d.find(p);
+        if (!plan.member || placed == nullptr || placed->active != me.instance) plan.release.push_back(p);
+    }
+    if (!plan.member) return plan;
+    for (const task_placement& placed : d.tasks) {
+        const std::int32_t p = placed.task;
+        if (placed.active == me.instance) {
+            if (me.active.contains(p)) continue;
+            (held_elsewhere(d, placed, s, me.instance) ? plan.wait : plan.start).push_back(p);
+            continue;
+        }
+        const bool standby_here =
+            std::find(placed.standbys.begin(), placed.standbys.end(), me.instance) != placed.standbys.end();
+        if (standby_here && !me.standbys.contains(p)) plan.add_standby.push_back(p);
+        if (!standby_here && me.standbys.contains(p)) plan.drop_standby.push_back(p);
+    }
+    // A standby of a task that starts here is promoted by the caller.
+    return plan;
+}
+
+}  // namespace strata::runtime::detail

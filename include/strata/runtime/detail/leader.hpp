@@ -1,0 +1,217 @@
+#pragma once
+/// @file
+/// @brief The leader's side of coordination, with no Kafka in it: when it
+/// may decide, for which members, and what it writes (see
+/// coordination_state.hpp for how the others read it).
+///
+/// - Elected (the group gave this member the coordination partition), it
+///   first writes a claim and waits until it reads the claim back: the
+///   claim's position is its epoch, and everything decided before is read.
+/// - It decides only from a member list it asked for after its election: a
+///   list kept from an earlier term is stale.
+/// - The members it decides for are the group's, by instance id and member
+///   id, less those that withdrew. An instance id the group lists twice (a
+///   restart before the old member's session ended, or two instances started
+///   with one id) keeps the member the last decision had, if that one is
+///   still there; otherwise it gets nothing until only one is left.
+/// - It writes a decision when the placement, the members or the epoch
+///   differ from the newest decision, and again when a stale decision was
+///   written after its own (compaction keeps only the last of a key).
+/// - It removes (tombstones) the statuses of instances absent from the group
+///   and from the newest decision for longer than `status_retention`.
+
+#include <strata/runtime/assignor.hpp>
+#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination_state.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::runtime::detail {
+
+/// @brief A member as the group coordinator lists it.
+struct group_member {
+    std::string instance;   ///< its instance id (the consumer's client.id)
+    std::string member_id;  ///< the coordinator's id of this membership
+    friend auto operator<=>(const group_member&, const group_member&) = default;
+};
+
+struct leader_options {
+    std::string instance;
+    std::int32_t tasks = 0;
+    int standby_replicas = 0;
+    std::int64_t acceptable_lag = 10'000;
+    std::chrono::milliseconds status_retention{60'000};
+};
+
+class leader {
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    explicit leader(leader_options o) : o_(std::move(o)) {}
+
+    /// @brief The group made this member (`member_id`) the leader at `now`.
+    void elected(std::string member_id, time_point now) {
+        state_ = phase::claiming;
+        member_id_ = std::move(member_id);
+        ++election_;
+        claim_sent_ = false;
+        elected_at_ = now;
+        members_.reset();
+        epoch_ = 0;
+        sent_.reset();
+    }
+    /// @brief The group took the coordination partition away.
+    void deposed() { state_ = phase::follower; }
+
+    [[nodiscard]] bool leading() const noexcept { return state_ == phase::leading; }
+    [[nodiscard]] bool elected() const noexcept { return state_ != phase::follower; }
+    [[nodiscard]] std::int64_t epoch() const noexcept { return epoch_; }
+
+    /// @brief The claim to write, once per election.
+    [[nodiscard]] std::optional<leader_claim> claim_to_write() {
+        if (state_ != phase::claiming || claim_sent_) return std::nullopt;
+        claim_sent_ = true;
+        return leader_claim{o_.instance, member_id_, election_};
+    }
+    /// @brief After a failed write of the claim: write it again.
+    void claim_lost() { claim_sent_ = false; }
+
+    /// @brief Looks at what the coordination topic says now: its own claim
+    /// read back starts its epoch; a newer claim of another ends it.
+    void observe(const coordination_state& s) {
+        if (state_ == phase::follower || !s.claim()) return;
+        const bool mine = *s.claim() == leader_claim{o_.instance, member_id_, election_};
+        if (state_ == phase::claiming && mine) {
+            state_ = phase::leading;
+            epoch_ = s.epoch();
+        } else if (state_ == phase::leading && !mine && s.epoch() > epoch_) {
+            state_ = phase::follower;  // someone claimed after us: we were deposed and did not hear of it
+        }
+    }
+
+    /// @brief The group's members, from a request sent at `requested_at`.
+    void members_listed(std::vector<group_member> m, time_point requested_at) {
+        if (state_ == phase::follower || requested_at < elected_at_) return;  // from before this term
+        std::sort(m.begin(), m.end());
+        members_ = std::move(m);
+    }
+
+    /// @brief The decision to write now, if one is due.
+    /// @param wall_ms the wall clock, for the decision's times
+    [[nodiscard]] std::optional<assignment> decide(const coordination_state& s, std::int64_t wall_ms) {
+        if (state_ != phase::leading || !members_) return std::nullopt;
+        // Its own last decision may not be back from the topic yet.
+        const std::optional<assignment>& current =
+            sent_ && sent_->epoch == epoch_ && (!s.latest() || s.latest()->id() < sent_->id()) ? sent_ : s.latest();
+        auto [names, ids] = deciding_members(s, current ? &*current : nullptr);
+        if (names.empty()) return std::nullopt;
+        if (names != decided_for_) {
+            decided_for_ = names;
+            noticed_ms_ = wall_ms;
+        }
+        assignor_input in;
+        in.tasks = o_.tasks;
+        in.members = names;
+        in.current = current ? &*current : nullptr;
+        in.statuses = &s.statuses();
+        in.standby_replicas = o_.standby_replicas;
+        in.acceptable_lag = o_.acceptable_lag;
+        std::vector<task_placement> tasks = assign_tasks(in);
+        const decision_id next{epoch_, current && current->epoch == epoch_ ? current->version + 1 : 1};
+        for (task_placement& t : tasks) {
+            const task_placement* before = current ? current->find(t.task) : nullptr;
+            const decision_id since = before != nullptr && before->active == t.active ? before->since() : next;
+            t.since_epoch = since.epoch;
+            t.since_version = since.version;
+        }
+        const bool same = current && current->epoch == epoch_ && current->tasks == tasks && current->members == names &&
+                          current->member_ids == ids;
+        const bool read_back = s.latest() && s.latest()->id() == current->id();
+        const bool overwritten = same && read_back && s.last_written() && *s.last_written() != current->id();
+        if (same && !overwritten) return std::nullopt;
+        if (overwritten && last_republished_ == s.last_written()) return std::nullopt;  // sent already, not read yet
+        if (overwritten) last_republished_ = s.last_written();
+        assignment a{};
+        a.epoch = next.epoch;
+        a.version = next.version;
+        a.leader = o_.instance;
+        a.decided_ms = wall_ms;
+        a.noticed_ms = noticed_ms_;
+        a.members = std::move(names);
+        a.member_ids = std::move(ids);
+        a.tasks = std::move(tasks);
+        sent_ = a;
+        return a;
+    }
+
+    /// @brief Statuses to remove: instances gone from the group and from the
+    /// newest decision for longer than the retention.
+    [[nodiscard]] std::vector<std::string> statuses_to_remove(const coordination_state& s, time_point now) {
+        std::vector<std::string> out;
+        if (state_ != phase::leading || !members_) return out;
+        for (const auto& [name, st] : s.statuses()) {
+            const bool in_group = std::any_of(members_->begin(), members_->end(),
+                                              [&](const group_member& m) { return m.instance == name; });
+            const bool decided = s.latest() && s.latest()->member_id_of(name) != nullptr;
+            if (in_group || decided) {
+                absent_since_.erase(name);
+                continue;
+            }
+            const auto [it, fresh] = absent_since_.try_emplace(name, now);
+            if (!fresh && now - it->second >= o_.status_retention) {
+                out.push_back(name);
+                absent_since_.erase(it);
+            }
+        }
+        return out;
+    }
+
+private:
+    enum class phase { follower, claiming, leading };
+
+    /// The members to decide for, by instance id, with their member ids.
+    std::pair<std::vector<std::string>, std::vector<std::string>> deciding_members(const coordination_state& s,
+                                                                                   const assignment* current) const {
+        std::map<std::string, std::vector<std::string>> by_instance;
+        for (const group_member& m : *members_)
+            if (!m.instance.empty() && !s.withdrew(m.instance, m.member_id)) by_instance[m.instance].push_back(m.member_id);
+        std::pair<std::vector<std::string>, std::vector<std::string>> out;
+        for (const auto& [name, ids] : by_instance) {
+            const std::string* chosen = nullptr;
+            if (ids.size() == 1) {
+                chosen = &ids.front();
+            } else if (current != nullptr) {
+                if (const std::string* before = current->member_id_of(name);
+                    before != nullptr && std::find(ids.begin(), ids.end(), *before) != ids.end())
+                    chosen = before;
+            }
+            if (chosen == nullptr) continue;
+            out.first.push_back(name);
+            out.second.push_back(*chosen);
+        }
+        return out;
+    }
+
+    leader_options o_;
+    phase state_ = phase::follower;
+    std::string member_id_;
+    std::int64_t election_ = 0;
+    bool claim_sent_ = false;
+    time_point elected_at_{};
+    std::int64_t epoch_ = 0;
+    std::optional<std::vector<group_member>> members_;
+    std::vector<std::string> decided_for_;
+    std::int64_t noticed_ms_ = 0;
+    std::optional<decision_id> last_republished_;
+    std::optional<assignment> sent_;
+    std::map<std::string, time_point, std::less<>> absent_since_;
+};
+
+}  // namespace strata::runtime::detail

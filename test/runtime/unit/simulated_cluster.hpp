@@ -1,0 +1,536 @@
+#pragma once
+// A deterministic simulation of the runtime's coordination: a compacted
+// coordination log, a group coordinator (members, session timeouts, the
+// leader as the holder of the coordination partition), a network that
+// delays each producer's writes, and instances that run the real parts
+// (coordination_state, leader, assignor, plan_handoff) and are killed,
+// paused, stopped and restarted at times a seeded generator picks. One
+// thread, no clock, no sockets: a seed replays exactly.
+//
+// Invariants checked after every step:
+// - I1 (members): no task is active on two instances that are members of
+//   the group (the coordinator knows their member id). An instance the group
+//   expelled that has not heard of it yet (a zombie) is counted apart, in
+//   `zombie_overlap_ms`: fencing its writes is the committer's job.
+// - I4: no two decisions with one id differ (no forks of the decision
+//   history).
+// - I5 (at the end, after the faults stop): every task is active on exactly
+//   one live instance, the one the newest decision names, and every
+//   instance acts on that decision.
+
+#include <strata/core/bytes.hpp>
+#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination_state.hpp>
+#include <strata/runtime/detail/handoff.hpp>
+#include <strata/runtime/detail/leader.hpp>
+#include <strata/serde/encode.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace simulation {
+
+namespace rt = strata::runtime;
+namespace rtd = strata::runtime::detail;
+using ms = std::int64_t;
+
+/// splitmix64: the same numbers on every platform and standard library.
+class random {
+public:
+    explicit random(std::uint64_t seed) : s_(seed) {}
+    std::uint64_t next() {
+        std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    ms between(ms lo, ms hi) { return lo + static_cast<ms>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
+    bool chance(int percent) { return static_cast<int>(next() % 100) < percent; }
+
+private:
+    std::uint64_t s_;
+};
+
+struct config {
+    int instances = 3;
+    std::int32_t tasks = 4;
+    int standby_replicas = 1;
+    ms session_timeout = 1'000;
+    ms heartbeat_interval = 100;
+    ms describe_interval = 250;
+    ms status_interval = 500;
+    ms fault_until = 8'000;  ///< faults happen before this
+    ms end = 14'000;         ///< quiet from fault_until to here: everything must settle
+    int fault_percent = 2;   ///< chance of a fault per instance step
+};
+
+struct record {
+    std::string key;
+    std::optional<strata::byte_buffer> value;
+    std::int64_t offset;
+};
+
+/// The coordination topic: one partition, compacted now and then.
+struct coordination_log {
+    std::vector<record> records;
+    std::int64_t next_offset = 0;
+
+    void append(std::string key, std::optional<strata::byte_buffer> value) {
+        records.push_back({std::move(key), std::move(value), next_offset++});
+    }
+    /// Keeps the last record of each key (a tombstone, too, or drops it).
+    void compact(bool drop_tombstones) {
+        std::map<std::string, std::int64_t> last;
+        for (const record& r : records) last[r.key] = r.offset;
+        std::vector<record> kept;
+        for (record& r : records)
+            if (last[r.key] == r.offset && (r.value || !drop_tombstones)) kept.push_back(std::move(r));
+        records = std::move(kept);
+    }
+};
+
+struct member {
+    std::string id;
+    std::string instance;
+    ms last_heartbeat;
+};
+
+/// The group coordinator: members by member id; the leader is the member
+/// holding the coordination partition. It moves only when its holder leaves
+/// or is expelled (cooperative-sticky keeps it otherwise).
+struct coordinator {
+    std::vector<member> members;
+    std::string leader;   // member id
+    std::set<std::string> elected_unheard;  // member ids elected, not told yet
+    int next_member = 0;
+
+    member* find(const std::string& id) {
+        for (member& m : members)
+            if (m.id == id) return &m;
+        return nullptr;
+    }
+    std::string join(const std::string& instance, ms now) {
+        const std::string id = instance + "#m" + std::to_string(next_member++);
+        members.push_back({id, instance, now});
+        elect();
+        return id;
+    }
+    void remove(const std::string& id) {
+        std::erase_if(members, [&](const member& m) { return m.id == id; });
+        elected_unheard.erase(id);
+        if (leader == id) leader.clear();
+        elect();
+    }
+    void expire(ms now, ms session) {
+        std::vector<std::string> dead;
+        for (const member& m : members)
+            if (now - m.last_heartbeat > session) dead.push_back(m.id);
+        for (const std::string& id : dead) remove(id);
+    }
+    void elect() {
+        if (!leader.empty() || members.empty()) return;
+        leader = members.front().id;
+        elected_unheard.insert(leader);
+    }
+};
+
+/// A write on its way to the coordination log.
+struct in_flight {
+    ms deliver_at;
+    std::string key;
+    std::optional<strata::byte_buffer> value;
+};
+
+struct instance {
+    std::string name;
+    bool alive = true;
+    bool leaving = false;  // stopped cleanly: leaves the group once its writes landed
+    ms paused_until = 0;
+    ms next_step = 0;
+    std::string member_id;  // as the instance believes it
+    ms rejoin_at = 0;
+    ms next_heartbeat = 0;
+    std::optional<ms> heartbeat_answer_at;
+    bool heartbeat_known = false;
+    std::vector<rtd::group_member> describe_answer;  // the members when the request was served
+    ms next_describe = 0;
+    std::optional<ms> describe_answer_at;
+    ms describe_sent = 0;
+    ms next_status = 0;
+    bool status_dirty = true;
+    std::size_t read_index = 0;  // next record of the log to read (by position in the vector)
+    std::int64_t read_offset = 0;
+    rtd::coordination_state state;
+    std::unique_ptr<rtd::leader> lead;
+    std::set<std::int32_t> active, standbys;
+    rt::decision_id acted{};
+    std::deque<in_flight> outbox;
+};
+
+class world {
+public:
+    world(std::uint64_t seed, config c) : rng_(seed), c_(c) {
+        for (int i = 0; i < c_.instances; ++i) instances_.push_back(fresh("i" + std::to_string(i), 0));
+    }
+
+    /// Runs to the end. @returns the first invariant broken, or empty.
+    std::string run() {
+        while (now_ < c_.end && failure_.empty()) {
+            deliver();
+            coordinator_.expire(now_, c_.session_timeout);
+            instance* next = nullptr;
+            for (instance& i : instances_)
+                if (i.alive && (next == nullptr || i.next_step < next->next_step)) next = &i;
+            ms t = next != nullptr ? next->next_step : now_ + 10;
+            for (const auto* each : {&instances_, &ghosts_})
+                for (const instance& i : *each)
+                    if (!i.outbox.empty()) t = std::min(t, i.outbox.front().deliver_at);
+            now_ = std::max(now_, t);
+            deliver();
+            coordinator_.expire(now_, c_.session_timeout);
+            if (next != nullptr && next->next_step <= now_) step(*next);
+            restart_dead();
+            check();
+        }
+        if (failure_.empty()) check_settled();
+        return failure_;
+    }
+
+    [[nodiscard]] ms zombie_overlap_ms() const { return zombie_overlap_; }
+    [[nodiscard]] const std::string& trace() const { return trace_; }
+    [[nodiscard]] int faults() const { return faults_; }
+
+private:
+    instance fresh(std::string name, ms at) {
+        instance i;
+        i.name = std::move(name);
+        i.next_step = at;
+        i.rejoin_at = at + rng_.between(0, 50);
+        rtd::leader_options o;
+        o.instance = i.name;
+        o.tasks = c_.tasks;
+        o.standby_replicas = c_.standby_replicas;
+        o.status_retention = std::chrono::milliseconds(3 * c_.session_timeout);
+        i.lead = std::make_unique<rtd::leader>(o);
+        return i;
+    }
+
+    static std::chrono::steady_clock::time_point tp(ms t) {
+        return std::chrono::steady_clock::time_point(std::chrono::milliseconds(t));
+    }
+
+    void note(const std::string& what) {
+        trace_ += std::to_string(now_) + " " + what + "\n";
+        if (trace_.size() > 200'000) trace_.erase(0, 100'000);
+    }
+
+    void send(instance& i, std::string key, std::optional<strata::byte_buffer> value) {
+        ms at = now_ + (rng_.chance(5) ? rng_.between(50, 400) : rng_.between(1, 20));
+        if (!i.outbox.empty()) at = std::max(at, i.outbox.back().deliver_at);  // one producer keeps its order
+        i.outbox.push_back({at, std::move(key), std::move(value)});
+    }
+
+    void deliver() {
+        for (instance& g : ghosts_)
+            while (!g.outbox.empty() && g.outbox.front().deliver_at <= now_) {
+                log_.append(std::move(g.outbox.front().key), std::move(g.outbox.front().value));
+                g.outbox.pop_front();
+            }
+        std::erase_if(ghosts_, [](const instance& g) { return g.outbox.empty(); });
+        for (instance& i : instances_) {
+            while (!i.outbox.empty() && i.outbox.front().deliver_at <= now_) {
+                log_.append(std::move(i.outbox.front().key), std::move(i.outbox.front().value));
+                i.outbox.pop_front();
+            }
+            if (i.leaving && i.outbox.empty() && i.alive) {  // its withdrawal landed: it leaves the group
+                coordinator_.remove(i.member_id);
+                i.alive = false;
+                i.rejoin_at = now_ + rng_.between(50, 2'000);
+                note(i.name + " left the group");
+            }
+        }
+        if (rng_.chance(1)) {
+            log_.compact(rng_.chance(50));
+            for (instance& i : instances_) reposition(i);
+        }
+    }
+
+    /// After compaction, a reader's place in the vector moves; its offset does not.
+    void reposition(instance& i) {
+        std::size_t k = 0;
+        while (k < log_.records.size() && log_.records[k].offset < i.read_offset) ++k;
+        i.read_index = k;
+    }
+
+    void restart_dead() {
+        if (now_ >= c_.end) return;
+        for (instance& i : instances_) {
+            if (i.alive || now_ < i.rejoin_at) continue;
+            const std::string name = i.name;
+            i = fresh(name, now_);
+            note(name + " restarts");
+        }
+    }
+
+    void fault(instance& i) {
+        ++faults_;
+        switch (rng_.next() % 4) {
+            case 0: {  // SIGKILL: what is on the wire may still land, or not
+                note(i.name + " killed");
+                std::erase_if(i.outbox, [&](const in_flight&) { return rng_.chance(50); });
+                i.alive = false;
+                i.active.clear();
+                i.rejoin_at = now_ + rng_.between(0, 3 * c_.session_timeout);
+                // Its member stays in the group until the session times out.
+                keep_outbox(i);
+                break;
+            }
+            case 1:
+            case 2: {  // SIGSTOP, sometimes longer than the session
+                const ms d = rng_.chance(50) ? rng_.between(10, c_.session_timeout / 2)
+                                             : rng_.between(c_.session_timeout, 3 * c_.session_timeout);
+                i.paused_until = now_ + d;
+                note(i.name + " paused for " + std::to_string(d));
+                break;
+            }
+            case 3: {  // stop(): lets go of everything, withdraws, leaves
+                if (i.member_id.empty()) break;
+                note(i.name + " stops");
+                i.active.clear();
+                rt::instance_status s = status_of(i);
+                s.withdrawn = true;
+                send(i, rtd::status_key(i.name), strata::encode(s));
+                i.leaving = true;
+                break;
+            }
+        }
+    }
+
+    /// A killed process's writes still in the network: they land from a
+    /// ghost that no longer steps.
+    void keep_outbox(instance& i) {
+        if (i.outbox.empty()) return;
+        instance ghost;
+        ghost.name = i.name + "~ghost";
+        ghost.alive = false;
+        ghost.rejoin_at = c_.end + 1;
+        ghost.outbox = std::move(i.outbox);
+        ghost.lead = std::make_unique<rtd::leader>(rtd::leader_options{});
+        ghosts_.push_back(std::move(ghost));
+        i.outbox.clear();
+    }
+
+    rt::instance_status status_of(const instance& i) const {
+        rt::instance_status s{};
+        s.instance = i.name;
+        s.member_id = i.member_id;
+        s.published_ms = now_;
+        s.acted_epoch = i.acted.epoch;
+        s.acted_version = i.acted.version;
+        s.active.assign(i.active.begin(), i.active.end());
+        for (std::int32_t p : i.standbys) s.standbys.push_back({p, 0});
+        return s;
+    }
+
+    void step(instance& i) {
+        i.next_step = now_ + rng_.between(5, 25);
+        if (now_ < i.paused_until || i.leaving) return;
+        if (now_ < c_.fault_until && rng_.chance(c_.fault_percent)) {
+            fault(i);
+            if (!i.alive || now_ < i.paused_until || i.leaving) return;
+        }
+        membership(i);
+        read(i);
+        if (i.lead->elected()) lead(i);
+        act(i);
+        if (i.status_dirty || now_ >= i.next_status) {
+            send(i, rtd::status_key(i.name), strata::encode(status_of(i)));
+            i.status_dirty = false;
+            i.next_status = now_ + c_.status_interval;
+        }
+    }
+
+    void membership(instance& i) {
+        if (i.member_id.empty()) {
+            if (now_ < i.rejoin_at) return;
+            i.member_id = coordinator_.join(i.name, now_);
+            i.next_heartbeat = now_ + c_.heartbeat_interval;
+            i.status_dirty = true;
+            note(i.name + " joined as " + i.member_id);
+        } else if (i.heartbeat_answer_at && now_ >= *i.heartbeat_answer_at) {
+            // The answer to a heartbeat, read on the next poll: a paused
+            // instance that wakes up learns of its expulsion only now, and
+            // may act on what it believed until then.
+            i.heartbeat_answer_at.reset();
+            if (!i.heartbeat_known) {
+                note(i.name + " hears it was expelled (" + i.member_id + ")");
+                i.member_id.clear();
+                i.active.clear();
+                i.lead->deposed();
+                i.status_dirty = true;
+                i.rejoin_at = now_ + rng_.between(0, 100);
+                return;
+            }
+        } else if (!i.heartbeat_answer_at && now_ >= i.next_heartbeat) {
+            i.next_heartbeat = now_ + c_.heartbeat_interval;
+            member* m = coordinator_.find(i.member_id);
+            i.heartbeat_known = m != nullptr;
+            if (m != nullptr) m->last_heartbeat = now_;
+            i.heartbeat_answer_at = now_ + (rng_.chance(5) ? rng_.between(50, 300) : rng_.between(1, 30));
+        }
+        if (coordinator_.elected_unheard.erase(i.member_id) > 0) {
+            i.lead->elected(i.member_id, tp(now_));
+            i.next_describe = now_;  // a request still on its way is answered too
+            note(i.name + " elected");
+        }
+    }
+
+    void read(instance& i) {
+        // Sometimes only part of what is there has arrived.
+        std::size_t upto = log_.records.size();
+        if (upto > i.read_index && rng_.chance(20)) upto = i.read_index + rng_.next() % (upto - i.read_index + 1);
+        for (; i.read_index < upto; ++i.read_index) {
+            const record& r = log_.records[i.read_index];
+            std::optional<strata::bytes_view> v;
+            if (r.value) v = strata::bytes_view(*r.value);
+            if (i.state.take(r.key, v, r.offset)) i.status_dirty = i.status_dirty || r.key == "assignment";
+            i.read_offset = r.offset + 1;
+            if (r.key == "assignment" && i.state.latest()) remember(*i.state.latest());
+        }
+        const bool was = i.lead->leading();
+        i.lead->observe(i.state);
+        if (i.lead->leading() != was) note(i.name + (was ? " deposed by a newer claim" : " leads in epoch " + std::to_string(i.lead->epoch())));
+    }
+
+    void lead(instance& i) {
+        if (auto claim = i.lead->claim_to_write()) {
+            send(i, std::string(rtd::leader_key), strata::encode(*claim));
+            note(i.name + " claims");
+        }
+        if (!i.lead->leading()) return;
+        if (i.describe_answer_at && now_ >= *i.describe_answer_at) {
+            i.lead->members_listed(std::move(i.describe_answer), tp(i.describe_sent));
+            i.describe_answer_at.reset();
+        }
+        if (!i.describe_answer_at && now_ >= i.next_describe) {
+            i.describe_sent = now_;
+            i.describe_answer.clear();
+            for (const member& m : coordinator_.members) i.describe_answer.push_back({m.instance, m.id});
+            i.describe_answer_at = now_ + (rng_.chance(10) ? rng_.between(100, 800) : rng_.between(1, 30));
+            i.next_describe = now_ + c_.describe_interval;
+        }
+        if (auto d = i.lead->decide(i.state, now_)) {
+            note(i.name + " decides " + std::to_string(d->epoch) + "." + std::to_string(d->version));
+            send(i, std::string(rtd::assignment_key), strata::encode(*d));
+        }
+        for (const std::string& gone : i.lead->statuses_to_remove(i.state, tp(now_))) {
+            note(i.name + " removes the status of " + gone);
+            send(i, rtd::status_key(gone), std::nullopt);
+        }
+    }
+
+    void act(instance& i) {
+        const std::optional<rt::assignment>& d = i.state.latest();
+        if (!d) return;
+        const rtd::handoff_plan plan = rtd::plan_handoff(*d, i.state, {i.name, i.member_id, i.active, i.standbys});
+        for (std::int32_t p : plan.release) {
+            i.active.erase(p);
+            i.status_dirty = true;
+        }
+        if (!plan.member) return;
+        for (std::int32_t p : plan.start) {
+            i.active.insert(p);
+            i.standbys.erase(p);  // promoted
+            i.status_dirty = true;
+            note(i.name + " starts task " + std::to_string(p) + " under " + std::to_string(d->epoch) + "." +
+                 std::to_string(d->version));
+        }
+        for (std::int32_t p : plan.add_standby) i.standbys.insert(p);
+        for (std::int32_t p : plan.drop_standby) i.standbys.erase(p);
+        if (i.acted != d->id()) {
+            i.acted = d->id();
+            i.status_dirty = true;
+        }
+    }
+
+    void remember(const rt::assignment& a) {
+        const auto [it, fresh] = decisions_.try_emplace({a.epoch, a.version}, a);
+        if (!fresh && !(it->second == a))
+            fail("two different decisions carry the id " + std::to_string(a.epoch) + "." + std::to_string(a.version));
+    }
+
+    void check() {
+        bool overlap = false;
+        for (std::int32_t p = 0; p < c_.tasks; ++p) {
+            std::vector<const instance*> members, zombies;
+            for (const instance& i : instances_) {
+                if (!i.alive || !i.active.contains(p)) continue;
+                (coordinator_.find(i.member_id) != nullptr ? members : zombies).push_back(&i);
+            }
+            if (members.size() > 1)
+                fail("task " + std::to_string(p) + " is active on " + members[0]->name + " and " + members[1]->name +
+                     ", both members of the group");
+            if (!zombies.empty() && !members.empty()) overlap = true;
+        }
+        if (overlap) zombie_overlap_ += now_ - last_check_;
+        last_check_ = now_;
+    }
+
+    void check_settled() {
+        const instance* any = nullptr;
+        for (const instance& i : instances_)
+            if (i.alive && !i.leaving) any = &i;
+        if (any == nullptr) return;  // everyone stopped at the end: nothing to settle
+        const std::optional<rt::assignment>& d = any->state.latest();
+        if (!d) return fail("no decision after the faults stopped");
+        for (const instance& i : instances_) {
+            if (!i.alive || i.leaving) continue;
+            if (!i.state.latest() || i.state.latest()->id() != d->id())
+                return fail(i.name + " acts on another decision than " + any->name);
+            if (i.acted != d->id()) return fail(i.name + " has not acted on the newest decision");
+        }
+        for (std::int32_t p = 0; p < c_.tasks; ++p) {
+            const rt::task_placement* placed = d->find(p);
+            if (placed == nullptr) return fail("the newest decision leaves task " + std::to_string(p) + " out");
+            int holders = 0;
+            for (const instance& i : instances_)
+                if (i.alive && !i.leaving && i.active.contains(p)) {
+                    ++holders;
+                    if (i.name != placed->active)
+                        return fail("task " + std::to_string(p) + " runs on " + i.name + ", the decision says " +
+                                    placed->active);
+                }
+            if (holders != 1)
+                return fail("task " + std::to_string(p) + " runs on " + std::to_string(holders) +
+                            " instances once the faults stopped");
+        }
+    }
+
+    void fail(const std::string& what) {
+        if (failure_.empty()) failure_ = "at " + std::to_string(now_) + " ms: " + what;
+    }
+
+    random rng_;
+    config c_;
+    ms now_ = 0;
+    coordination_log log_;
+    coordinator coordinator_;
+    std::vector<instance> instances_;
+    std::vector<instance> ghosts_;
+    std::map<rt::decision_id, rt::assignment> decisions_;
+    std::string failure_;
+    std::string trace_;
+    ms zombie_overlap_ = 0;
+    ms last_check_ = 0;
+    int faults_ = 0;
+};
+
+}  // namespace simulation
