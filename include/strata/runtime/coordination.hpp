@@ -61,6 +61,9 @@ struct instance_status {
     BOOST_HANA_DEFINE_STRUCT(instance_status,
                              (std::string, instance),                 // its instance id
                              (std::string, member_id),                // its member id in the group ("" before it joined)
+                             (std::string, incarnation),              // unique to this run of the process
+                             (std::int64_t, started_ms),              // wall clock when this run started
+                             (std::string, transactional_id),         // its producer's, under exactly-once
                              (std::string, endpoint),                 // host:port of its queries, if any
                              (std::int64_t, published_ms),            // wall clock when published
                              (std::int64_t, acted_epoch),             // the last decision it acted on

@@ -42,6 +42,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -51,10 +52,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -124,6 +127,9 @@ public:
         env_ = &env;
         detail::coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
         reader_ = &reader;
+        started_ms_ = wall_clock_ms();
+        incarnation_ = make_incarnation();
+        reader.watch_for_duplicates({config_.instance_id, incarnation_, started_ms_});
         kafka::settings writer_settings = config_.producer_settings;
         writer_settings.try_emplace("message.timeout.ms", std::to_string(config_.broker_timeout.count()));
         detail::coordination_writer writer(config_.bootstrap_servers, coordination, writer_settings);
@@ -150,6 +156,13 @@ public:
         offsets_conf.set("isolation.level", "read_committed");
         kafka::client offsets(RD_KAFKA_CONSUMER, std::move(offsets_conf));
         offsets_ = &offsets;
+        // The changelogs' high watermarks, beside offsets' stable ends (see await_stable_changelogs).
+        kafka::conf uncommitted_conf;
+        uncommitted_conf.set("bootstrap.servers", config_.bootstrap_servers);
+        uncommitted_conf.set(config_.consumer_settings);
+        uncommitted_conf.set("isolation.level", "read_uncommitted");
+        kafka::client uncommitted(RD_KAFKA_CONSUMER, std::move(uncommitted_conf));
+        uncommitted_ = &uncommitted;
         detail::reaper reaper;  // declared before the restorer: outlives it
         reaper_ = &reaper;
         restorer r([this](task& t) { build(t); }, [this](task& t) { look_up_committed(t); }, *registry_, on_restore_,
@@ -189,6 +202,7 @@ public:
         r.stop();
         restorer_ = nullptr;
         offsets_ = nullptr;
+        uncommitted_ = nullptr;
         reaper_ = nullptr;  // the reaper finishes its work when run() returns
         consumer_.reset();
         watch_ = nullptr;
@@ -213,6 +227,14 @@ private:
         if (config_.bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (config_.input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
         if (config_.standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
+    }
+
+    [[nodiscard]] static std::string make_incarnation() {
+        std::random_device rd;
+        const std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+        std::array<char, 17> hex{};
+        (void)std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(r));
+        return hex.data();
     }
 
     kafka::topic_options topic_options(std::int32_t partitions) const {
@@ -290,7 +312,7 @@ private:
         if (!o.extra.contains("message.timeout.ms"))
             o.extra["message.timeout.ms"] = std::to_string(delivery_timeout.count());
         if (config_.guarantee == processing_guarantee::exactly_once) {
-            o.transactional_id = config_.application_id + "-" + config_.instance_id;
+            o.transactional_id = transactional_id();
             o.extra["transaction.timeout.ms"] = std::to_string(config_.transaction_timeout.count());
             eos_.emplace(std::move(o), config_.broker_timeout);
             producer_ = eos_->shared_producer();
@@ -299,6 +321,8 @@ private:
             producer_ = std::make_shared<kafka::producer>(std::move(o));
         }
     }
+
+    [[nodiscard]] std::string transactional_id() const { return config_.application_id + "-" + config_.instance_id; }
 
     /// The group consumer. It subscribes to the coordination topic only: the
     /// group elects the leader (the member given its one partition), detects
@@ -345,22 +369,75 @@ private:
         while (!stop_requested_.load(std::memory_order_relaxed)) {
             if (callback_failure_) std::rethrow_exception(callback_failure_);
             if (auto f = restorer_->failure()) std::rethrow_exception(f);
-            coordinate();
-            start_restored();
-            if (index_dirty_) publish_tasks();
-            poll_records();
-            producer_->poll();
-            writer_->poll();
-            const auto now = clock::now();
-            for (auto& [p, t] : tasks_)
-                if (t->state() == task_state::running && t->punctuate(now)) ++t->uncommitted;  // committed like records
-            if (now >= next_commit) {
-                commit(running_tasks());
-                next_commit = clock::now() + interval;
-                publish_lag();
+            try {
+                pass(interval, next_commit);
+            } catch (...) {
+                if (!producer_fenced()) throw;
+                renew_after_fencing();
             }
         }
         if (callback_failure_) std::rethrow_exception(callback_failure_);
+    }
+
+    /// One pass of the loop.
+    void pass(std::chrono::milliseconds interval, clock::time_point& next_commit) {
+        coordinate();
+        start_restored();
+        if (index_dirty_) publish_tasks();
+        poll_records();
+        producer_->poll();
+        writer_->poll();
+        const auto now = clock::now();
+        for (auto& [p, t] : tasks_)
+            if (t->state() == task_state::running && t->punctuate(now)) ++t->uncommitted;  // committed like records
+        if (now >= next_commit) {
+            commit(running_tasks());
+            next_commit = clock::now() + interval;
+            publish_lag();
+        }
+    }
+
+    /// Whether the transactional producer was fenced: another instance took
+    /// over a task of this one, or a process started with its instance id.
+    [[nodiscard]] bool producer_fenced() const {
+        if (!eos_ || !producer_) return false;
+        std::array<char, 256> why{};
+        const rd_kafka_resp_err_t err = rd_kafka_fatal_error(producer_->get(), why.data(), why.size());
+        return err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+               err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+    }
+
+    /// After this instance's producer was fenced: nothing it wrote since its
+    /// last commit will be visible, and every task and standby holds the
+    /// fenced producer through its changelogs. They all go, a new producer
+    /// takes the transactional id back, and the tasks the decision still
+    /// gives here restore again from their changelogs.
+    void renew_after_fencing() {
+        counter("strata_instance_fenced_total", "Times this instance's producer was fenced").inc();
+        const auto now = clock::now();
+        std::erase_if(renewals_, [&](clock::time_point t) { return now - t > std::chrono::minutes(1); });
+        renewals_.push_back(now);
+        if (renewals_.size() > 10)
+            throw kafka::kafka_error("strata::runtime: the producer of " + config_.instance_id +
+                                         " was fenced more than 10 times within a minute: is another process "
+                                         "running with instance id " + config_.instance_id + "?",
+                                     RD_KAFKA_RESP_ERR__FENCED);
+        std::vector<std::int32_t> ps;
+        for (const auto& [p, t] : tasks_) ps.push_back(p);
+        for (std::int32_t p : ps) release(p, false);
+        while (!standbys_.empty()) {
+            const auto it = standbys_.begin();
+            close(*it->second, false);
+            reaper_->dispose(std::move(it->second));
+            standbys_.erase(it);
+        }
+        // The restore thread holds no task now: the producer can change.
+        eos_.reset();
+        start_producer();
+        output_->rebind(producer_);
+        env_->producer = producer_;
+        status_dirty_ = true;
+        act_again_ = true;
     }
 
     void poll_records() {
@@ -447,9 +524,16 @@ private:
     void coordinate() {
         const auto now = clock::now();
         const bool changed = reader_->poll();
+        if (const auto& other = reader_->state().duplicates()->conflict())
+            throw usage_error("strata::runtime: another process runs with instance id " + config_.instance_id +
+                              " (incarnation " + other->incarnation + ", started at " +
+                              std::to_string(other->started_ms) + " ms, endpoint '" + other->endpoint +
+                              "'; this one: incarnation " + incarnation_ + ", started at " +
+                              std::to_string(started_ms_) + " ms): every instance needs an id of its own. "
+                              "This one, the later, stops");
         const bool rejoined = refresh_membership();
         lead(now);
-        if (changed || rejoined || waiting_for_release_) act();
+        if (changed || rejoined || waiting_for_release_ || act_again_) act();
         if (changed) publish_metadata();
         if (status_dirty_ || now >= next_status_) publish_status(false);
     }
@@ -526,6 +610,7 @@ private:
         for (const auto& [p, t] : standbys_) mine.standbys.insert(p);
         const detail::handoff_plan plan = detail::plan_handoff(a, reader_->state(), mine);
         waiting_for_release_ = !plan.wait.empty();
+        act_again_ = false;
 
         // Release first, with one commit for all of them (none when the
         // decision is not for this membership: such a commit is refused).
@@ -553,6 +638,9 @@ private:
         instance_status s{};
         s.instance = config_.instance_id;
         s.member_id = member_id_;
+        s.incarnation = incarnation_;
+        s.started_ms = started_ms_;
+        if (eos_) s.transactional_id = transactional_id();
         s.endpoint = config_.endpoint;
         s.published_ms = wall_clock_ms();
         s.acted_epoch = acted_.epoch;
@@ -582,11 +670,15 @@ private:
         if (const auto s = standbys_.find(p); s != standbys_.end()) {
             std::shared_ptr<task> standby = std::move(s->second);
             standbys_.erase(s);
+            standby->fence = predecessors_to_fence(a);  // before the restore thread may read it
             if (restorer_->promote(*standby)) t = std::move(standby);  // a warm copy: only its lag is restored
             else close(*standby, false);
         }
         const bool promoted = t != nullptr;
-        if (!promoted) t = make_(p, *output_);
+        if (!promoted) {
+            t = make_(p, *output_);
+            t->fence = predecessors_to_fence(a);
+        }
         t->timeline = {};
         t->timeline.noticed_ms = a.noticed_ms;
         t->timeline.assigned_ms = wall_clock_ms();
@@ -594,6 +686,81 @@ private:
         transition(*t, task_state::restoring);
         if (!promoted) restorer_->add(std::move(t));
         status_dirty_ = true;
+    }
+
+    /// Under exactly-once, the producers that may hold an open transaction
+    /// with writes of a task that comes here: those of every instance the
+    /// statuses know that is not a member of the decision (it left, died or
+    /// was expelled, perhaps without letting go). Members have let go (see
+    /// detail/handoff.hpp). Fencing one that is merely starting costs it a
+    /// new producer; it holds no task yet.
+    [[nodiscard]] std::vector<std::pair<std::string, std::string>> predecessors_to_fence(const assignment& a) const {
+        std::vector<std::pair<std::string, std::string>> out;
+        if (!eos_) return out;
+        for (const auto& [name, st] : reader_->state().statuses()) {
+            if (name == config_.instance_id || st.transactional_id.empty() || st.withdrawn) continue;
+            if (const std::string* m = a.member_id_of(name); m != nullptr && *m == st.member_id) continue;
+            out.emplace_back(st.transactional_id, st.incarnation);
+        }
+        return out;
+    }
+
+    /// Fences the task's predecessors' producers (on the restore thread,
+    /// before the committed offsets are looked up): initialising a producer
+    /// with one's transactional id aborts the transaction it left open, or
+    /// waits until the one it was committing is complete, and makes every
+    /// later write of the old producer fail. After that nothing the old
+    /// owner does can change the task's offsets or changelogs, so the offsets
+    /// and the changelogs' ends read next agree (runtime-design I1, I3).
+    void fence_predecessors(const task& t) {
+        for (const auto& [id, incarnation] : t.fence) {
+            {
+                const std::lock_guard lock(fenced_mutex_);
+                if (fenced_.contains(incarnation)) continue;
+            }
+            const auto start = clock::now();
+            kafka::producer_options o;
+            o.bootstrap_servers = config_.bootstrap_servers;
+            o.extra = config_.producer_settings;
+            o.transactional_id = id;
+            o.extra["transaction.timeout.ms"] = std::to_string(config_.transaction_timeout.count());
+            { const kafka::exactly_once fence(std::move(o), config_.broker_timeout); }
+            registry_->histogram_for("strata_instance_fence_seconds",
+                                     "Time to fence the producer of an instance that may still write for a task",
+                                     {{"instance", config_.instance_id}})
+                .observe(std::chrono::duration<double>(clock::now() - start).count());
+            const std::lock_guard lock(fenced_mutex_);
+            fenced_.insert(incarnation);
+        }
+    }
+
+    /// Under exactly-once, waits until no transaction is open on the task's
+    /// changelog partitions. Its previous owner let go after a commit, or was
+    /// fenced; either way its last transaction is decided, but the markers
+    /// that end it reach each partition on their own time. A commit returns
+    /// before them, and the offsets of the transaction can be readable before
+    /// its changelog records are: a restore that stopped at an older stable
+    /// offset would miss what the offsets say was processed.
+    void await_stable_changelogs(const task& t) {
+        if (!eos_) return;
+        const auto deadline = clock::now() + config_.broker_timeout;
+        for (const auto& port : t.stores()) {
+            const kafka::kafka_changelog* log = port->changelog();
+            if (log == nullptr) continue;
+            for (;;) {
+                const std::int64_t stable =
+                    kafka::query_end_offset(offsets_->get(), log->topic(), log->partition(), config_.broker_timeout);
+                const std::int64_t high =
+                    kafka::query_end_offset(uncommitted_->get(), log->topic(), log->partition(), config_.broker_timeout);
+                if (stable >= high) break;
+                if (clock::now() > deadline)
+                    throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " + log->topic() + "[" +
+                                          std::to_string(log->partition()) + "]" +
+                                          " stayed open for " + std::to_string(config_.broker_timeout.count()) +
+                                          " ms after its writer let go of the task or was fenced");
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        }
     }
 
     void start_standby(std::int32_t p) {
@@ -633,9 +800,12 @@ private:
         t.build(ctx);
     }
 
-    /// Looks up the task's committed input offsets, and when its previous
-    /// owner committed (on the restore thread, after the restore).
+    /// Fences the task's predecessors, then looks up its committed input
+    /// offsets and when its previous owner committed (on the restore thread,
+    /// before the restore reads where the changelogs end).
     void look_up_committed(task& t) {
+        fence_predecessors(t);
+        await_stable_changelogs(t);
         const kafka::unique_partition_list l = inputs_of(t.partition());
         kafka::check(rd_kafka_committed(offsets_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)),
                      "look up the committed offsets of task " + t.id());
@@ -980,7 +1150,8 @@ private:
     std::optional<kafka::client> consumer_;
     restorer* restorer_ = nullptr;
     detail::reaper* reaper_ = nullptr;
-    kafka::client* offsets_ = nullptr;  // looks up committed offsets (restore thread)
+    kafka::client* offsets_ = nullptr;      // looks up committed offsets and stable ends (restore thread)
+    kafka::client* uncommitted_ = nullptr;  // looks up high watermarks (restore thread)
     std::map<std::int32_t, std::shared_ptr<task>> tasks_;     // active tasks, by partition
     std::map<std::int32_t, std::shared_ptr<task>> standbys_;  // standby tasks, by partition
     std::optional<clock::time_point> unreachable_since_;
@@ -995,7 +1166,13 @@ private:
     bool membership_changed_ = true;
     bool status_dirty_ = true;
     bool waiting_for_release_ = false;
+    bool act_again_ = false;           // the tasks changed without a new decision (after fencing)
     decision_id acted_{};
+    std::string incarnation_;          // unique to this run()
+    std::int64_t started_ms_ = 0;
+    std::vector<clock::time_point> renewals_;  // of the producer after fencing, in the last minute
+    std::mutex fenced_mutex_;          // the restore thread fences
+    std::set<std::string> fenced_;     // incarnations fenced already
     std::int64_t noticed_ms_ = 0;
     clock::time_point describe_sent_{};
     clock::time_point next_describe_{};

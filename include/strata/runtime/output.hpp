@@ -58,6 +58,14 @@ public:
                                      tracker_->first_error, tracker_->first_error_text);
     }
 
+    /// @brief Sends through another producer from now on (the instance's
+    /// was fenced and made anew). What the old one had queued is its own.
+    void rebind(std::shared_ptr<kafka::producer> p) {
+        topics_.clear();  // handles of the old producer, destroyed while it lives
+        producer_ = std::move(p);
+        tracker_ = &producer_->new_tracker();
+    }
+
     [[nodiscard]] std::uint64_t sent() const noexcept { return sent_; }
     [[nodiscard]] const kafka::delivery_tracker& delivered() const noexcept { return *tracker_; }
 

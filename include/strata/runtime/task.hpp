@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <librdkafka/rdkafka.h>
@@ -296,6 +297,10 @@ public:
     bool inputs_assigned = false;
     /// The task's consumer lag gauges, one per input topic (processing thread).
     std::vector<metrics::gauge*> lag_gauges;
+    /// Under exactly-once: the transactional ids of instances that may have
+    /// written for this task without letting go of it (not members of the
+    /// decision that gave it here). They are fenced before the restore.
+    std::vector<std::pair<std::string, std::string>> fence;  ///< (transactional id, incarnation)
     /// Records processed and punctuations run since the last commit.
     std::uint64_t uncommitted = 0;
     takeover_timeline timeline;

@@ -63,6 +63,7 @@ public:
     /// @brief Whether the reader has reached the end of the topic once.
     [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
     [[nodiscard]] const coordination_state& state() const noexcept { return state_; }
+    void watch_for_duplicates(duplicate_watch w) { state_.watch_for_duplicates(std::move(w)); }
 
 private:
     static kafka::client make(const std::string& bootstrap, const std::string& topic, const kafka::settings& extra) {

@@ -38,8 +38,44 @@ inline constexpr std::string_view status_prefix = "status/";
     return std::string(status_prefix) + std::string(instance);
 }
 
+/// @brief Sees a second live process with this process's instance id: a
+/// status under its key from another incarnation, written after this one's
+/// own first status, twice (a killed predecessor's last write may still land
+/// once). Of the two, the one that started later gives way.
+class duplicate_watch {
+public:
+    duplicate_watch(std::string instance, std::string incarnation, std::int64_t started_ms)
+        : instance_(std::move(instance)), incarnation_(std::move(incarnation)), started_ms_(started_ms) {}
+
+    [[nodiscard]] const std::string& instance() const noexcept { return instance_; }
+
+    void saw(const instance_status& s) {
+        if (s.incarnation == incarnation_) {
+            announced_ = true;
+            return;
+        }
+        if (!announced_ || s.withdrawn) return;
+        if (++others_[s.incarnation] < 2) return;
+        if (std::pair(s.started_ms, s.incarnation) < std::pair(started_ms_, incarnation_)) conflict_ = s;
+    }
+    /// @brief The other process's status, when this one must give way.
+    [[nodiscard]] const std::optional<instance_status>& conflict() const noexcept { return conflict_; }
+
+private:
+    std::string instance_;
+    std::string incarnation_;
+    std::int64_t started_ms_;
+    bool announced_ = false;
+    std::map<std::string, int, std::less<>> others_;
+    std::optional<instance_status> conflict_;
+};
+
 class coordination_state {
 public:
+    /// @brief Watches for another live process with this instance id.
+    void watch_for_duplicates(duplicate_watch w) { duplicates_.emplace(std::move(w)); }
+    [[nodiscard]] const std::optional<duplicate_watch>& duplicates() const noexcept { return duplicates_; }
+
     using status_map = std::map<std::string, instance_status, std::less<>>;
 
     /// @brief Takes the record at `offset` (value null: a tombstone).
@@ -66,6 +102,7 @@ public:
                 if (!value) return statuses_.erase(std::string(instance)) > 0;
                 instance_status s = decode<instance_status>(*value);
                 if (s.instance != instance) return false;  // not a status we can trust
+                if (duplicates_ && duplicates_->instance() == instance) duplicates_->saw(s);
                 statuses_.insert_or_assign(std::string(instance), std::move(s));
                 return true;
             }
@@ -101,6 +138,7 @@ private:
     std::optional<decision_id> last_written_;
     std::int64_t epoch_ = 0;
     status_map statuses_;
+    std::optional<duplicate_watch> duplicates_;
 };
 
 }  // namespace strata::runtime::detail

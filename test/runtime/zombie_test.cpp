@@ -1,0 +1,146 @@
+// Instances that must not write: a process paused past its session and
+// resumed (a zombie), and a second process started with an instance id in
+// use. Real processes, a real broker.
+
+#include "runtime_test_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <strata/runtime/task.hpp>
+
+#include <cstdio>
+#include <set>
+
+using namespace runtime_test;
+
+namespace {
+
+std::vector<std::string> app_args(const std::string& app, const std::string& input, const std::string& output,
+                                  const std::filesystem::path& state, const std::string& instance) {
+    return {"--bootstrap", kafka_test::bootstrap(), "--app", app,       "--input",      input,
+            "--output",    output,                  "--state", state.string(), "--instance", instance,
+            "--commit-ms", "200",                   "--session-ms", "6000"};
+}
+
+}  // namespace
+
+TEST_CASE("runtime: exactly-once, the tasks of an instance paused past its session are fenced before they restore "
+          "elsewhere, and the output is that of an uninterrupted run",
+          "[kafka][runtime][fencing]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 4;
+    constexpr int keys = 100;
+    const std::string app = kafka_test::unique_name("zombie");
+    const std::string input = kafka_test::make_topic("zombie-in", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("zombie-out", partitions, {{"cleanup.policy", "delete"}});
+    const auto args = [&](const std::string& name) {
+        auto a = app_args(app, input, output, dir / ("state-" + name), name);
+        // A transaction may stay open longer than the pause: only fencing ends the zombie's.
+        a.insert(a.end(), {"--exactly-once", "--transaction-ms", "40000"});
+        return a;
+    };
+    instance_process a(args("a"), dir / "a.log");
+    instance_process b(args("b"), dir / "b.log");
+
+    input_writer in(input, partitions);
+    std::int64_t i = 0;
+    const auto write_for = [&](std::chrono::milliseconds d) {
+        const auto until = std::chrono::steady_clock::now() + d;
+        while (std::chrono::steady_clock::now() < until) {
+            in.write(i++, keys);
+            std::this_thread::sleep_for(1ms);
+        }
+        in.flush();
+    };
+    write_for(5s);  // both run tasks now
+    b.kill(SIGSTOP);
+    const auto paused = std::chrono::steady_clock::now();
+    write_for(2s);  // b holds an open transaction with some of these
+
+    // a takes b's tasks once b's session ends (6 s). Until b resumes, its
+    // open transaction can only end by fencing: the broker would abort it
+    // after 40 s. Once a is idle, no transaction may stay open.
+    std::set<std::int32_t> taken;
+    const std::string changelog = app + "-totals-changelog";
+    bool stable = false;
+    while (!stable && std::chrono::steady_clock::now() - paused < 20s) {
+        std::this_thread::sleep_for(500ms);
+        taken.clear();
+        for (const auto& l : a.lines())
+            if (l.rfind("started task=", 0) == 0 && text_field(l, "previous_owner") == "b")
+                taken.insert(static_cast<std::int32_t>(field(l, "task")));
+        if (taken.empty()) continue;
+        const strata::kafka::client committed = [] {
+            strata::kafka::conf c;
+            c.set("bootstrap.servers", kafka_test::bootstrap());
+            c.set("isolation.level", "read_committed");
+            return strata::kafka::client(RD_KAFKA_CONSUMER, std::move(c));
+        }();
+        const strata::kafka::client uncommitted = [] {
+            strata::kafka::conf c;
+            c.set("bootstrap.servers", kafka_test::bootstrap());
+            return strata::kafka::client(RD_KAFKA_CONSUMER, std::move(c));
+        }();
+        stable = true;
+        for (std::int32_t p : taken)
+            stable = stable && strata::kafka::query_end_offset(committed.get(), changelog, p, 10s) ==
+                                   strata::kafka::query_end_offset(uncommitted.get(), changelog, p, 10s);
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - paused);
+    INFO("a:\n" << a.output());
+    REQUIRE_FALSE(taken.empty());  // a took b's tasks while b was paused
+    CHECK(stable);                 // and nothing b left open holds back their changelogs
+    std::printf("zombie: a took %zu task(s); their changelogs stable %lld ms after b paused\n", taken.size(),
+                static_cast<long long>(waited.count()));
+
+    b.kill(SIGCONT);  // the zombie wakes up with records still in hand
+    write_for(3s);
+    const bool done = await_committed(app, input, in.written(), 120s, [&] { return a.running(); });
+    for (instance_process* p : {&a, &b}) {
+        if (p->running()) p->kill(SIGTERM);
+        (void)p->wait();
+    }
+    INFO("b:\n" << b.output());
+    REQUIRE(done);
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        INFO("partition " << p);
+        const auto expected = expected_output(in.written()[static_cast<std::size_t>(p)]);
+        const auto actual = read_output(output, p);
+        REQUIRE(actual.size() == expected.size());
+        for (std::size_t k = 0; k < expected.size(); ++k) {
+            INFO("output record " << k);
+            REQUIRE(actual[k].first == expected[k].first);
+            REQUIRE(actual[k].second == expected[k].second);
+        }
+    }
+}
+
+TEST_CASE("runtime: a second process with an instance id in use stops with an error naming both, and the first "
+          "goes on",
+          "[kafka][runtime][fencing]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 2;
+    const std::string app = kafka_test::unique_name("duplicate");
+    const std::string input = kafka_test::make_topic("duplicate-in", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("duplicate-out", partitions, {{"cleanup.policy", "delete"}});
+    instance_process first(app_args(app, input, output, dir / "state-1", "same"), dir / "first.log");
+    input_writer in(input, partitions);
+    for (std::int64_t i = 0; i < 200; ++i) in.write(i, 20);
+    in.flush();
+    REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
+
+    instance_process second(app_args(app, input, output, dir / "state-2", "same"), dir / "second.log");
+    const int status = second.wait(30s);
+    INFO("second:\n" << second.output());
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) != 0));
+    CHECK(second.output().find("another process runs with instance id same") != std::string::npos);
+
+    for (std::int64_t i = 200; i < 400; ++i) in.write(i, 20);
+    in.flush();
+    INFO("first:\n" << first.output());
+    CHECK(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
+    first.kill(SIGTERM);
+    const int first_status = first.wait();
+    CHECK((WIFEXITED(first_status) && WEXITSTATUS(first_status) == 0));
+    (void)require_every_input_has_output(output, in.written());
+}
