@@ -130,7 +130,7 @@ TEST_CASE("runtime: a second process with an instance id in use stops with an er
     REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
 
     instance_process second(app_args(app, input, output, dir / "state-2", "same"), dir / "second.log");
-    const int status = second.wait(30s);
+    const int status = second.wait(60s);
     INFO("second:\n" << second.output());
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) != 0));
     CHECK(second.output().find("another process runs with instance id same") != std::string::npos);

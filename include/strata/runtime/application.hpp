@@ -162,6 +162,11 @@ public:
         }
     }
 
+    void resume_stream_time(std::int64_t timestamp) override {
+        const std::lock_guard lock(mutex());
+        ctx_.advance_stream_time(timestamp);  // before start(): no punctuation is scheduled yet
+    }
+
     bool punctuate(std::chrono::steady_clock::time_point now) override {
         const std::lock_guard lock(mutex());
         return ctx_.punctuate(now) > 0;

@@ -24,6 +24,7 @@
 #include <strata/runtime/assignor.hpp>
 #include <strata/runtime/config.hpp>
 #include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>
@@ -386,7 +387,14 @@ private:
         if (index_dirty_) publish_tasks();
         poll_records();
         producer_->poll();
-        writer_->poll();
+        if (writer_->poll() > 0) {
+            // The coordination partition is away (its leader down, say): go
+            // on with what this instance owns, and publish again.
+            counter("strata_instance_coordination_publish_failed_total",
+                    "Statuses, claims and decisions that did not reach the coordination topic").inc();
+            status_dirty_ = true;
+            leader_->writes_lost();
+        }
         const auto now = clock::now();
         for (auto& [p, t] : tasks_)
             if (t->state() == task_state::running && t->punctuate(now)) ++t->uncommitted;  // committed like records
@@ -464,6 +472,9 @@ private:
                 const std::lock_guard lock(t.mutex());  // queries read the stores meanwhile
                 t.process(*m);
                 t.next_offsets[*topic] = m->offset + 1;
+                if (const std::int64_t ts = rd_kafka_message_timestamp(m.get(), nullptr);
+                    *topic < t.partition_times.size() && ts > t.partition_times[*topic])
+                    t.partition_times[*topic] = ts;
             }
             ++t.uncommitted;
             if (t.timeline.first_record_ms == 0) first_record(t);
@@ -810,22 +821,22 @@ private:
         kafka::check(rd_kafka_committed(offsets_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)),
                      "look up the committed offsets of task " + t.id());
         t.committed_offsets.assign(config_.input_topics.size(), RD_KAFKA_OFFSET_BEGINNING);
+        t.partition_times.assign(config_.input_topics.size(), -1);
         for (int i = 0; i < l->cnt; ++i) {
             const rd_kafka_topic_partition_t& e = l->elems[i];
             kafka::check(e.err, "look up the committed offset of " + std::string(e.topic));
-            if (e.offset >= 0) t.committed_offsets[topic_index(e.topic).value_or(0)] = e.offset;
-            if (e.metadata != nullptr && e.metadata_size > 0) read_commit_metadata(t, e);
+            const std::size_t topic = topic_index(e.topic).value_or(0);
+            if (e.offset >= 0) t.committed_offsets[topic] = e.offset;
+            if (e.metadata == nullptr || e.metadata_size == 0) continue;
+            // Written by strata or by Kafka Streams (detail/commit_metadata.hpp).
+            const detail::commit_metadata m = detail::decode_commit_metadata(
+                std::string_view(static_cast<const char*>(e.metadata), e.metadata_size));
+            t.partition_times[topic] = m.partition_time;
+            if (!m.committed_by.empty()) {
+                t.timeline.previous_owner = m.committed_by;
+                t.timeline.previous_commit_ms = std::max(t.timeline.previous_commit_ms, m.commit_ms);
+            }
         }
-    }
-
-    /// Commit metadata is "strata <instance> <wall-clock ms>".
-    static void read_commit_metadata(task& t, const rd_kafka_topic_partition_t& e) {
-        const std::string m(static_cast<const char*>(e.metadata), e.metadata_size);
-        if (m.rfind("strata ", 0) != 0) return;
-        const auto space = m.rfind(' ');
-        if (space <= 7) return;
-        t.timeline.previous_owner = m.substr(7, space - 7);
-        t.timeline.previous_commit_ms = std::max<std::int64_t>(t.timeline.previous_commit_ms, std::stoll(m.substr(space + 1)));
     }
 
     /// Starts the tasks the restore thread has finished with.
@@ -849,6 +860,12 @@ private:
             kafka::check(rd_kafka_incremental_assign(consumer_->get(), l.get()), "assign the input of task " + t->id());
             t->inputs_assigned = true;
             t->next_offsets.assign(config_.input_topics.size(), -1);
+            t->partition_times.resize(config_.input_topics.size(), -1);
+            // Stream time goes on from where the previous owner (strata or
+            // Kafka Streams) left it, as its commits say.
+            if (const std::int64_t resumed = *std::max_element(t->partition_times.begin(), t->partition_times.end());
+                resumed >= 0)
+                t->resume_stream_time(resumed);
             transition(*t, task_state::running);
             t->start();
         }
@@ -1021,10 +1038,12 @@ private:
 
     [[nodiscard]] kafka::unique_partition_list commit_offsets(const std::vector<task*>& ts) const {
         kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(ts.size() * config_.input_topics.size())));
-        const std::string metadata = "strata " + config_.instance_id + " " + std::to_string(wall_clock_ms());
+        const std::int64_t now = wall_clock_ms();
         for (task* t : ts) {
             for (std::size_t i = 0; i < config_.input_topics.size(); ++i) {
                 if (t->next_offsets[i] < 0) continue;
+                const std::string metadata = detail::encode_commit_metadata(
+                    {i < t->partition_times.size() ? t->partition_times[i] : -1, config_.instance_id, now});
                 rd_kafka_topic_partition_t* e =
                     rd_kafka_topic_partition_list_add(l.get(), config_.input_topics[i].c_str(), t->partition());
                 e->offset = t->next_offsets[i];

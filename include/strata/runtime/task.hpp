@@ -244,6 +244,8 @@ public:
     /// Decodes and processes one input record.
     /// @throws processing_error the processor threw; bad_record_error under `fail`
     virtual void process(const rd_kafka_message_t& m) = 0;
+    /// Sets the task's stream time before it starts, from its commits.
+    virtual void resume_stream_time(std::int64_t timestamp) = 0;
     /// Runs the wall-clock punctuations that are due.
     /// @returns whether any ran (what they wrote is committed like records)
     virtual bool punctuate(std::chrono::steady_clock::time_point now) = 0;
@@ -289,6 +291,9 @@ public:
     std::vector<std::int64_t> next_offsets;
     /// The task's checkpoint file (empty: none).
     std::filesystem::path checkpoint_path;
+    /// The largest record timestamp seen of each input topic's partition
+    /// (-1: none), committed with the offsets as Kafka Streams does.
+    std::vector<std::int64_t> partition_times;
     /// The committed input offset of each input topic, looked up before the
     /// task starts (RD_KAFKA_OFFSET_BEGINNING where nothing was committed).
     std::vector<std::int64_t> committed_offsets;

@@ -216,3 +216,22 @@ TEST_CASE("handoff: a task starts only once every other member said it acted on 
     l.put("status/b", status("b", "b#0", {e, 2}, {}));
     CHECK(plan_handoff(d, l.state, {"a", "a#1", {}, {}}).start.empty());
 }
+
+TEST_CASE("leader: what it wrote and did not land is written again", "[runtime][coordination]") {
+    fake_log l;
+    leader ld(leader_options{"a", 1, 0, 0, std::chrono::milliseconds(1)});
+    ld.elected("a#1", at(0));
+    REQUIRE(ld.claim_to_write());
+    ld.writes_lost();  // the claim did not land
+    const auto claim = ld.claim_to_write();
+    REQUIRE(claim);
+    l.put("leader", *claim);
+    ld.observe(l.state);
+    ld.members_listed({{"a", "a#1"}}, at(1));
+    REQUIRE(ld.decide(l.state, 0));
+    CHECK_FALSE(ld.decide(l.state, 0));
+    ld.writes_lost();  // nor did the decision
+    const auto again = ld.decide(l.state, 0);
+    REQUIRE(again);
+    CHECK(again->version == 1);
+}

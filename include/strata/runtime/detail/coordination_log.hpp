@@ -103,16 +103,24 @@ public:
         producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
     }
 
-    /// @brief Serves delivery reports; throws when a publication failed.
-    void poll() {
+    /// @brief Serves delivery reports.
+    /// @returns how many publications failed since the last call (after
+    ///          librdkafka's retries, within `message.timeout.ms`). Nothing
+    ///          published here needs to land in particular: the caller
+    ///          publishes its status, claim or decision again, so an outage of
+    ///          the coordination partition delays decisions and nothing else.
+    std::uint64_t poll() {
         producer_.poll();
-        if (tracker_->has_failed())
-            throw kafka::kafka_error("publish to " + topic_, tracker_->first_error, tracker_->first_error_text);
+        const std::uint64_t failed = tracker_->failed - reported_;
+        reported_ = tracker_->failed;
+        return failed;
     }
     /// @brief Waits until everything published is acknowledged.
+    /// @throws kafka_error something published did not land
     void flush() {
         producer_.wait(*tracker_);
-        poll();
+        if (poll() > 0)
+            throw kafka::kafka_error("publish to " + topic_, tracker_->first_error, tracker_->first_error_text);
     }
 
 private:
@@ -129,6 +137,7 @@ private:
     kafka::producer producer_;
     kafka::delivery_tracker* tracker_;
     kafka::unique_topic rkt_;
+    std::uint64_t reported_ = 0;  // failures poll() reported already
 };
 
 }  // namespace strata::runtime::detail

@@ -81,6 +81,38 @@ public:
     /// @brief Takes the record at `offset` (value null: a tombstone).
     /// @returns whether what the instance acts on changed
     bool take(std::string_view key, std::optional<bytes_view> value, std::int64_t offset) {
+        const std::optional<decision_id> written = last_written_;
+        const bool changed = apply(key, value, offset);
+        if (changed || last_written_ != written) ++changes_;
+        return changed;
+    }
+
+    /// @brief Counts the changes taken (a stale decision written last
+    /// counts too): equal counts, equal state.
+    [[nodiscard]] std::uint64_t changes() const noexcept { return changes_; }
+
+    /// @brief The newest decision of the newest epoch that made one.
+    [[nodiscard]] const std::optional<assignment>& latest() const noexcept { return latest_; }
+    /// @brief The newest epoch (the offset of the newest claim + 1; 0: none yet).
+    [[nodiscard]] std::int64_t epoch() const noexcept { return epoch_; }
+    [[nodiscard]] const std::optional<leader_claim>& claim() const noexcept { return claim_; }
+    /// @brief The id of the decision written last, whatever its epoch: when
+    /// it is not the newest one, compaction may keep only it.
+    [[nodiscard]] const std::optional<decision_id>& last_written() const noexcept { return last_written_; }
+    [[nodiscard]] const status_map& statuses() const noexcept { return statuses_; }
+
+    [[nodiscard]] const instance_status* status_of(std::string_view instance) const {
+        const auto it = statuses_.find(instance);
+        return it == statuses_.end() ? nullptr : &it->second;
+    }
+    /// @brief Whether the member `member_id` of `instance` said it left.
+    [[nodiscard]] bool withdrew(std::string_view instance, std::string_view member_id) const {
+        const instance_status* s = status_of(instance);
+        return s != nullptr && s->withdrawn && s->member_id == member_id;
+    }
+
+private:
+    bool apply(std::string_view key, std::optional<bytes_view> value, std::int64_t offset) {
         try {
             if (key == leader_key) {
                 if (!value) return false;
@@ -112,33 +144,13 @@ public:
         return false;
     }
 
-    /// @brief The newest decision of the newest epoch that made one.
-    [[nodiscard]] const std::optional<assignment>& latest() const noexcept { return latest_; }
-    /// @brief The newest epoch (the offset of the newest claim + 1; 0: none yet).
-    [[nodiscard]] std::int64_t epoch() const noexcept { return epoch_; }
-    [[nodiscard]] const std::optional<leader_claim>& claim() const noexcept { return claim_; }
-    /// @brief The id of the decision written last, whatever its epoch: when
-    /// it is not the newest one, compaction may keep only it.
-    [[nodiscard]] const std::optional<decision_id>& last_written() const noexcept { return last_written_; }
-    [[nodiscard]] const status_map& statuses() const noexcept { return statuses_; }
-
-    [[nodiscard]] const instance_status* status_of(std::string_view instance) const {
-        const auto it = statuses_.find(instance);
-        return it == statuses_.end() ? nullptr : &it->second;
-    }
-    /// @brief Whether the member `member_id` of `instance` said it left.
-    [[nodiscard]] bool withdrew(std::string_view instance, std::string_view member_id) const {
-        const instance_status* s = status_of(instance);
-        return s != nullptr && s->withdrawn && s->member_id == member_id;
-    }
-
-private:
     std::optional<assignment> latest_;
     std::optional<leader_claim> claim_;
     std::optional<decision_id> last_written_;
     std::int64_t epoch_ = 0;
     status_map statuses_;
     std::optional<duplicate_watch> duplicates_;
+    std::uint64_t changes_ = 0;
 };
 
 }  // namespace strata::runtime::detail

@@ -66,6 +66,7 @@ public:
         members_.reset();
         epoch_ = 0;
         sent_.reset();
+        due_ = true;
     }
     /// @brief The group took the coordination partition away.
     void deposed() { state_ = phase::follower; }
@@ -80,8 +81,14 @@ public:
         claim_sent_ = true;
         return leader_claim{o_.instance, member_id_, election_};
     }
-    /// @brief After a failed write of the claim: write it again.
-    void claim_lost() { claim_sent_ = false; }
+    /// @brief Something it wrote did not land: the claim (while it has not
+    /// read it back) and the decision are written again.
+    void writes_lost() {
+        if (state_ == phase::claiming) claim_sent_ = false;
+        sent_.reset();
+        last_republished_.reset();
+        due_ = true;
+    }
 
     /// @brief Looks at what the coordination topic says now: its own claim
     /// read back starts its epoch; a newer claim of another ends it.
@@ -100,13 +107,19 @@ public:
     void members_listed(std::vector<group_member> m, time_point requested_at) {
         if (state_ == phase::follower || requested_at < elected_at_) return;  // from before this term
         std::sort(m.begin(), m.end());
+        if (members_ && *members_ == m) return;
         members_ = std::move(m);
+        due_ = true;
     }
 
     /// @brief The decision to write now, if one is due.
     /// @param wall_ms the wall clock, for the decision's times
     [[nodiscard]] std::optional<assignment> decide(const coordination_state& s, std::int64_t wall_ms) {
         if (state_ != phase::leading || !members_) return std::nullopt;
+        // Nothing it decides from changed since it last looked: nor would the decision.
+        if (!due_ && s.changes() == seen_changes_) return std::nullopt;
+        due_ = false;
+        seen_changes_ = s.changes();
         // Its own last decision may not be back from the topic yet.
         const std::optional<assignment>& current =
             sent_ && sent_->epoch == epoch_ && (!s.latest() || s.latest()->id() < sent_->id()) ? sent_ : s.latest();
@@ -211,6 +224,8 @@ private:
     std::int64_t noticed_ms_ = 0;
     std::optional<decision_id> last_republished_;
     std::optional<assignment> sent_;
+    bool due_ = true;                // decide() looks again even if the state did not change
+    std::uint64_t seen_changes_ = 0;  // the state's change count decide() last looked at
     std::map<std::string, time_point, std::less<>> absent_since_;
 };
 
