@@ -119,13 +119,6 @@ public:
         partitions_ = check_inputs();
         const std::string coordination = coordination_topic_name(config_.application_id);
         ensure_coordination_topic(coordination);
-        start_producer();
-        output out(producer_);
-        output_ = &out;
-        if (config_.on_bad_record == bad_record_action::dead_letter) ensure_dead_letter_topic();
-        task_environment env{&config_, producer_, registry_,
-                             [this](std::string_view store) { return ensure_changelog(store); }};
-        env_ = &env;
         detail::coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
         reader_ = &reader;
         started_ms_ = wall_clock_ms();
@@ -135,6 +128,14 @@ public:
         writer_settings.try_emplace("message.timeout.ms", std::to_string(config_.broker_timeout.count()));
         detail::coordination_writer writer(config_.bootstrap_servers, coordination, writer_settings);
         writer_ = &writer;
+        refuse_a_running_duplicate();
+        start_producer();
+        output out(producer_);
+        output_ = &out;
+        if (config_.on_bad_record == bad_record_action::dead_letter) ensure_dead_letter_topic();
+        task_environment env{&config_, producer_, registry_,
+                             [this](std::string_view store) { return ensure_changelog(store); }};
+        env_ = &env;
         detail::group_watch watch(config_.bootstrap_servers, config_.application_id, config_.broker_timeout);
         watch_ = &watch;
         detail::leader_options lo;
@@ -228,6 +229,38 @@ private:
         if (config_.bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (config_.input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
         if (config_.standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
+    }
+
+    /// Before this process has a producer or joins the group: when the
+    /// coordination topic's last word under this instance id is another
+    /// process's, and not a withdrawal, that process crashed or still runs.
+    /// Watch its statuses for a moment (it publishes every 500 ms): one that
+    /// still runs is found before anything of it is fenced.
+    void refuse_a_running_duplicate() {
+        const auto deadline = clock::now() + config_.broker_timeout;
+        while (!reader_->caught_up() && clock::now() < deadline) {
+            (void)reader_->poll();
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        const instance_status* last = reader_->state().status_of(config_.instance_id);
+        if (last == nullptr || last->withdrawn || last->incarnation == incarnation_) return;
+        publish_status(false);
+        const auto watch_until = clock::now() + std::chrono::milliseconds(1'500);
+        while (clock::now() < watch_until) {
+            (void)reader_->poll();
+            throw_if_duplicate();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+
+    void throw_if_duplicate() const {
+        if (const auto& other = reader_->state().duplicates()->conflict())
+            throw usage_error("strata::runtime: another process runs with instance id " + config_.instance_id +
+                              " (incarnation " + other->incarnation + ", started at " +
+                              std::to_string(other->started_ms) + " ms, endpoint '" + other->endpoint +
+                              "'; this one: incarnation " + incarnation_ + ", started at " +
+                              std::to_string(started_ms_) + " ms): every instance needs an id of its own. "
+                              "This one, the later, stops");
     }
 
     [[nodiscard]] static std::string make_incarnation() {
@@ -367,6 +400,7 @@ private:
     void loop() {
         const auto interval = config_.effective_commit_interval();
         auto next_commit = clock::now() + interval;
+        last_contact_ = clock::now();
         while (!stop_requested_.load(std::memory_order_relaxed)) {
             if (callback_failure_) std::rethrow_exception(callback_failure_);
             if (auto f = restorer_->failure()) std::rethrow_exception(f);
@@ -382,11 +416,17 @@ private:
 
     /// One pass of the loop.
     void pass(std::chrono::milliseconds interval, clock::time_point& next_commit) {
+        check_reachable();
         coordinate();
         start_restored();
         if (index_dirty_) publish_tasks();
         poll_records();
         producer_->poll();
+        const std::uint64_t acked = writer_->acknowledged();
+        if (acked != acknowledged_) {
+            acknowledged_ = acked;
+            last_contact_ = clock::now();
+        }
         if (writer_->poll() > 0) {
             // The coordination partition is away (its leader down, say): go
             // on with what this instance owns, and publish again.
@@ -403,6 +443,28 @@ private:
             next_commit = clock::now() + interval;
             publish_lag();
         }
+    }
+
+    /// Stops the instance once no broker answered for `broker_timeout`: no
+    /// record came in, nothing published was acknowledged, and a metadata
+    /// request, sent when things went quiet, found no broker. A part of the
+    /// cluster that is away (the coordination partition's leader, say) does
+    /// not stop it: what it owns goes on.
+    void check_reachable() {
+        const auto now = clock::now();
+        if (now - last_contact_ < config_.broker_timeout / 4) return;
+        if (now >= next_probe_) {
+            next_probe_ = now + config_.broker_timeout / 8;
+            const rd_kafka_metadata_t* md = nullptr;
+            if (rd_kafka_metadata(consumer_->get(), 0, nullptr, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                rd_kafka_metadata_destroy(md);
+                last_contact_ = clock::now();
+                return;
+            }
+        }
+        if (now - last_contact_ > config_.broker_timeout)
+            throw kafka::kafka_error("no broker reachable for " + std::to_string(config_.broker_timeout.count()) + " ms",
+                                     RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN);
     }
 
     /// Whether the transactional producer was fenced: another instance took
@@ -460,6 +522,7 @@ private:
                 continue;
             }
             unreachable_since_.reset();
+            last_contact_ = clock::now();
             const auto it = tasks_.find(m->partition);
             // Only running tasks have their input assigned; a record of
             // another task is left over from an assignment just given back.
@@ -535,13 +598,7 @@ private:
     void coordinate() {
         const auto now = clock::now();
         const bool changed = reader_->poll();
-        if (const auto& other = reader_->state().duplicates()->conflict())
-            throw usage_error("strata::runtime: another process runs with instance id " + config_.instance_id +
-                              " (incarnation " + other->incarnation + ", started at " +
-                              std::to_string(other->started_ms) + " ms, endpoint '" + other->endpoint +
-                              "'; this one: incarnation " + incarnation_ + ", started at " +
-                              std::to_string(started_ms_) + " ms): every instance needs an id of its own. "
-                              "This one, the later, stops");
+        throw_if_duplicate();
         const bool rejoined = refresh_membership();
         lead(now);
         if (changed || rejoined || waiting_for_release_ || act_again_) act();
@@ -1174,6 +1231,9 @@ private:
     std::map<std::int32_t, std::shared_ptr<task>> tasks_;     // active tasks, by partition
     std::map<std::int32_t, std::shared_ptr<task>> standbys_;  // standby tasks, by partition
     std::optional<clock::time_point> unreachable_since_;
+    clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
+    clock::time_point next_probe_{};
+    std::uint64_t acknowledged_ = 0;                 // coordination publications acknowledged so far
     std::mutex topics_mutex_;
     std::set<std::string> ensured_;
     query_index queries_;

@@ -115,6 +115,8 @@ public:
         reported_ = tracker_->failed;
         return failed;
     }
+    /// @brief Publications the broker acknowledged so far.
+    [[nodiscard]] std::uint64_t acknowledged() const noexcept { return tracker_->acked; }
     /// @brief Waits until everything published is acknowledged.
     /// @throws kafka_error something published did not land
     void flush() {
