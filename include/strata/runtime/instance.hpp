@@ -375,6 +375,12 @@ private:
         // after its restore with librdkafka's default.
         c.set("fetch.wait.max.ms", "10");
         c.set("fetch.error.backoff.ms", "10");
+        // A processing thread that hangs (a leader stuck in a call) leaves
+        // the group after this, so that another member leads: librdkafka's
+        // default is 5 minutes. Its longest legitimate wait is a delivery
+        // or a commit, bounded by broker_timeout.
+        c.set("max.poll.interval.ms",
+              std::to_string((config_.broker_timeout + config_.session_timeout).count()));
         c.set(config_.consumer_settings);
         // Not overridable: the runtime commits itself, reads only committed
         // data, and relies on cooperative rebalancing.
@@ -420,7 +426,6 @@ private:
         coordinate();
         start_restored();
         if (index_dirty_) publish_tasks();
-        poll_records();
         producer_->poll();
         const std::uint64_t acked = writer_->acknowledged();
         if (acked != acknowledged_) {
@@ -435,6 +440,17 @@ private:
             status_dirty_ = true;
             leader_->writes_lost();
         }
+        keep_lease();
+        if (!may_write()) {
+            // Not confirmed a member lately: nothing is processed, punctuated
+            // or committed until it is (or it hears it was dropped). The
+            // consumer is still polled, for its rebalances to go on.
+            hold_inputs(true);
+            serve_group_only();
+            return;
+        }
+        hold_inputs(false);
+        poll_records();
         const auto now = clock::now();
         for (auto& [p, t] : tasks_)
             if (t->state() == task_state::running && t->punctuate(now)) ++t->uncommitted;  // committed like records
@@ -443,6 +459,84 @@ private:
             next_commit = clock::now() + interval;
             publish_lag();
         }
+    }
+
+    // ------------------------------------------------------------- lease --
+    //
+    // Under at-least-once nothing fences an instance the group expelled: a
+    // process paused past its session wakes up believing it owns its tasks,
+    // and would write their changelogs and outputs while their new owner
+    // does. So it may write only within a lease: until a session timeout,
+    // less a margin, after it sent the last offset commit the group
+    // coordinator accepted. An accepted commit renews the member's session
+    // (the classic protocol does so in a Stable or PreparingRebalance group),
+    // so the coordinator cannot expel it, nor the leader move its tasks,
+    // before the lease ends. Commits renew the lease; when none is due, a
+    // commit of the coordination partition's offset (which nothing reads)
+    // does. Under exactly-once the predecessor is fenced instead.
+
+    [[nodiscard]] bool may_write() const {
+        return config_.guarantee == processing_guarantee::exactly_once || clock::now() < lease_until_;
+    }
+
+    [[nodiscard]] std::chrono::milliseconds lease_margin() const {
+        return std::max<std::chrono::milliseconds>(config_.session_timeout / 5, std::chrono::milliseconds(200));
+    }
+
+    /// A commit the coordinator accepted, sent at `sent`: the lease runs from there.
+    void lease_confirmed(clock::time_point sent) {
+        lease_until_ = std::max(lease_until_, sent + config_.session_timeout - lease_margin());
+    }
+
+    /// Pauses (or resumes) the input of every running task while the lease
+    /// is out, so the consumer can be polled without records coming in.
+    void hold_inputs(bool hold) {
+        if (hold == inputs_held_) return;
+        inputs_held_ = hold;
+        for (const auto& [p, t] : tasks_) {
+            if (!t->inputs_assigned) continue;
+            const kafka::unique_partition_list l = inputs_of(p);
+            if (hold) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());
+            else (void)rd_kafka_resume_partitions(consumer_->get(), l.get());
+        }
+    }
+
+    /// Polls the group consumer for its callbacks only. A record that comes
+    /// anyway (fetched before the pause) is not processed: its partition is
+    /// sought back to it, so it comes again once the lease is back.
+    void serve_group_only() {
+        const kafka::unique_message m(rd_kafka_consumer_poll(consumer_->get(), 10));
+        if (!m) return;
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            consumer_error(*m);
+            return;
+        }
+        if (m->rkt != nullptr && topic_index(rd_kafka_topic_name(m->rkt)))
+            (void)rd_kafka_seek(m->rkt, m->partition, m->offset, 1000);
+    }
+
+    /// Renews the lease when a third of the session is left (or it ran
+    /// out), by committing the coordination partition's offset.
+    void keep_lease() {
+        if (config_.guarantee == processing_guarantee::exactly_once || member_id_.empty()) return;
+        const auto now = clock::now();
+        if (now < lease_until_ - config_.session_timeout / 3 || now < next_lease_try_) return;
+        const bool had = now < lease_until_;
+        const kafka::unique_partition_list l =
+            kafka::one_partition(coordination_topic_name(config_.application_id), 0, 0);
+        const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), l.get(), 0);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            lease_confirmed(now);
+            return;
+        }
+        // Refused: a rebalance under way (its generation is not ours yet), or
+        // the member is gone, which librdkafka reports through the member id
+        // (refresh_membership). Either way: no lease until a commit goes through.
+        next_lease_try_ = clock::now() + std::chrono::milliseconds(50);
+        if (had && clock::now() >= lease_until_)
+            counter("strata_instance_lease_expired_total",
+                    "Times this instance stopped writing because the group had not confirmed it a member lately")
+                .inc();
     }
 
     /// Stops the instance once no broker answered for `broker_timeout`: no
@@ -621,6 +715,7 @@ private:
         if ((!member_id_.empty() && id != member_id_) || membership_lost_) lose_membership();
         membership_lost_ = false;
         member_id_ = std::move(id);
+        lease_until_ = {};  // a new membership earns its own lease
         status_dirty_ = true;
         return true;
     }
@@ -915,6 +1010,7 @@ private:
             const kafka::unique_partition_list l = inputs_of(t->partition());
             for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[static_cast<std::size_t>(i)];
             kafka::check(rd_kafka_incremental_assign(consumer_->get(), l.get()), "assign the input of task " + t->id());
+            if (inputs_held_) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());  // the lease is out
             t->inputs_assigned = true;
             t->next_offsets.assign(config_.input_topics.size(), -1);
             t->partition_times.resize(config_.input_topics.size(), -1);
@@ -1116,6 +1212,7 @@ private:
 
     /// Commits the given running tasks (see processing_guarantee).
     void commit(const std::vector<task*>& ts) {
+        if (!may_write()) return;  // see the lease
         bool work = false;
         for (task* t : ts) work = work || t->uncommitted != 0;
         if (!work) return;
@@ -1125,7 +1222,9 @@ private:
         if (config_.guarantee == processing_guarantee::at_least_once) {
             output_->flush();
             if (offsets->cnt > 0) {
+                const auto sent = clock::now();
                 const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), offsets.get(), 0);
+                if (err == RD_KAFKA_RESP_ERR_NO_ERROR) lease_confirmed(sent);
                 if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
                     err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
                     // Refused during a rebalance: committed with the next
@@ -1233,6 +1332,9 @@ private:
     std::optional<clock::time_point> unreachable_since_;
     clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
     clock::time_point next_probe_{};
+    clock::time_point lease_until_{};                // at-least-once: may write until then (see the lease)
+    clock::time_point next_lease_try_{};
+    bool inputs_held_ = false;                       // paused while the lease is out
     std::uint64_t acknowledged_ = 0;                 // coordination publications acknowledged so far
     std::mutex topics_mutex_;
     std::set<std::string> ensured_;

@@ -9,9 +9,14 @@
 //
 // Invariants checked after every step:
 // - I1 (members): no task is active on two instances that are members of
-//   the group (the coordinator knows their member id). An instance the group
-//   expelled that has not heard of it yet (a zombie) is counted apart, in
-//   `zombie_overlap_ms`: fencing its writes is the committer's job.
+//   the group (the coordinator knows their member id).
+// - I1 (writes): no task may be written by two instances: an instance
+//   writes only while awake, holding the task, and within its lease (the
+//   runtime's at-least-once lease: a session timeout less a margin after it
+//   sent the last offset commit the coordinator accepted, which renews its
+//   session). An instance the group expelled that has not heard of it yet (a
+//   zombie) may still hold a task another member runs: that is measured in
+//   `zombie_overlap_ms`, and is harmless as long as the lease stops its writes.
 // - I4: no two decisions with one id differ (no forks of the decision
 //   history).
 // - I5 (at the end, after the faults stop): every task is active on exactly
@@ -158,6 +163,10 @@ struct instance {
     std::string member_id;  // as the instance believes it
     ms rejoin_at = 0;
     ms next_heartbeat = 0;
+    ms lease_until = 0;                    // may write until then
+    std::optional<ms> commit_answer_at;    // a lease commit on its way
+    ms commit_sent = 0;
+    bool commit_known = false;
     std::optional<ms> heartbeat_answer_at;
     bool heartbeat_known = false;
     std::vector<rtd::group_member> describe_answer;  // the members when the request was served
@@ -362,6 +371,8 @@ private:
         if (i.member_id.empty()) {
             if (now_ < i.rejoin_at) return;
             i.member_id = coordinator_.join(i.name, now_);
+            i.lease_until = 0;  // a new membership earns its own lease
+            i.commit_answer_at.reset();
             i.next_heartbeat = now_ + c_.heartbeat_interval;
             i.status_dirty = true;
             note(i.name + " joined as " + i.member_id);
@@ -376,6 +387,8 @@ private:
                 i.active.clear();
                 i.lead->deposed();
                 i.status_dirty = true;
+                i.lease_until = 0;
+                i.commit_answer_at.reset();
                 i.rejoin_at = now_ + rng_.between(0, 100);
                 return;
             }
@@ -386,12 +399,33 @@ private:
             if (m != nullptr) m->last_heartbeat = now_;
             i.heartbeat_answer_at = now_ + (rng_.chance(5) ? rng_.between(50, 300) : rng_.between(1, 30));
         }
+        lease(i);
+        if (i.member_id.empty()) return;
         if (coordinator_.elected_unheard.erase(i.member_id) > 0) {
             i.lead->elected(i.member_id, tp(now_));
             i.next_describe = now_;  // a request still on its way is answered too
             note(i.name + " elected");
         }
     }
+
+    /// The lease commit (see instance.hpp): accepted, it renews the member's
+    /// session at the coordinator, and the lease runs from when it was sent.
+    void lease(instance& i) {
+        if (i.member_id.empty()) return;
+        if (i.commit_answer_at && now_ >= *i.commit_answer_at) {
+            i.commit_answer_at.reset();
+            if (i.commit_known) i.lease_until = std::max(i.lease_until, i.commit_sent + c_.session_timeout - margin());
+            return;
+        }
+        if (i.commit_answer_at || now_ < i.lease_until - c_.session_timeout / 3) return;
+        i.commit_sent = now_;
+        member* m = coordinator_.find(i.member_id);
+        i.commit_known = m != nullptr;
+        if (m != nullptr) m->last_heartbeat = now_;
+        i.commit_answer_at = now_ + (rng_.chance(5) ? rng_.between(50, 300) : rng_.between(1, 30));
+    }
+
+    [[nodiscard]] ms margin() const { return std::max<ms>(c_.session_timeout / 5, 200); }
 
     void read(instance& i) {
         // Sometimes only part of what is there has arrived.
@@ -470,14 +504,18 @@ private:
     void check() {
         bool overlap = false;
         for (std::int32_t p = 0; p < c_.tasks; ++p) {
-            std::vector<const instance*> members, zombies;
+            std::vector<const instance*> members, zombies, writers;
             for (const instance& i : instances_) {
                 if (!i.alive || !i.active.contains(p)) continue;
                 (coordinator_.find(i.member_id) != nullptr ? members : zombies).push_back(&i);
+                if (now_ >= i.paused_until && now_ < i.lease_until) writers.push_back(&i);
             }
             if (members.size() > 1)
                 fail("task " + std::to_string(p) + " is active on " + members[0]->name + " and " + members[1]->name +
                      ", both members of the group");
+            if (writers.size() > 1)
+                fail("task " + std::to_string(p) + " may be written by " + writers[0]->name + " and " +
+                     writers[1]->name + " at once");
             if (!zombies.empty() && !members.empty()) overlap = true;
         }
         if (overlap) zombie_overlap_ += now_ - last_check_;

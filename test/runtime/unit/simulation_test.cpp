@@ -42,7 +42,7 @@ void run_seeds(simulation::config c, std::uint64_t first, std::uint64_t count) {
         }
     }
     std::cout << count << " seeds, " << faults << " faults, " << zombie_ms
-              << " ms of a zombie holding a task another member runs\n";
+              << " ms in which an expelled instance that had not heard of it held a task another member ran (its lease kept it from writing)\n";
     SUCCEED();
 }
 
