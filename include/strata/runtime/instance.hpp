@@ -29,6 +29,7 @@
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/leader.hpp>
+#include <strata/runtime/detail/lease.hpp>
 #include <strata/runtime/detail/reaper.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
@@ -462,30 +463,10 @@ private:
     }
 
     // ------------------------------------------------------------- lease --
-    //
-    // Under at-least-once nothing fences an instance the group expelled: a
-    // process paused past its session wakes up believing it owns its tasks,
-    // and would write their changelogs and outputs while their new owner
-    // does. So it may write only within a lease: until a session timeout,
-    // less a margin, after it sent the last offset commit the group
-    // coordinator accepted. An accepted commit renews the member's session
-    // (the classic protocol does so in a Stable or PreparingRebalance group),
-    // so the coordinator cannot expel it, nor the leader move its tasks,
-    // before the lease ends. Commits renew the lease; when none is due, a
-    // commit of the coordination partition's offset (which nothing reads)
-    // does. Under exactly-once the predecessor is fenced instead.
+    // (see detail/lease.hpp; under exactly-once the predecessor is fenced instead)
 
     [[nodiscard]] bool may_write() const {
-        return config_.guarantee == processing_guarantee::exactly_once || clock::now() < lease_until_;
-    }
-
-    [[nodiscard]] std::chrono::milliseconds lease_margin() const {
-        return std::max<std::chrono::milliseconds>(config_.session_timeout / 5, std::chrono::milliseconds(200));
-    }
-
-    /// A commit the coordinator accepted, sent at `sent`: the lease runs from there.
-    void lease_confirmed(clock::time_point sent) {
-        lease_until_ = std::max(lease_until_, sent + config_.session_timeout - lease_margin());
+        return config_.guarantee == processing_guarantee::exactly_once || lease_.valid(clock::now());
     }
 
     /// Pauses (or resumes) the input of every running task while the lease
@@ -520,20 +501,20 @@ private:
     void keep_lease() {
         if (config_.guarantee == processing_guarantee::exactly_once || member_id_.empty()) return;
         const auto now = clock::now();
-        if (now < lease_until_ - config_.session_timeout / 3 || now < next_lease_try_) return;
-        const bool had = now < lease_until_;
+        if (!lease_.renewal_due(now) || now < next_lease_try_) return;
+        const bool had = lease_.valid(now);
         const kafka::unique_partition_list l =
             kafka::one_partition(coordination_topic_name(config_.application_id), 0, 0);
         const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), l.get(), 0);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            lease_confirmed(now);
+            lease_.confirmed(now);
             return;
         }
         // Refused: a rebalance under way (its generation is not ours yet), or
         // the member is gone, which librdkafka reports through the member id
         // (refresh_membership). Either way: no lease until a commit goes through.
         next_lease_try_ = clock::now() + std::chrono::milliseconds(50);
-        if (had && clock::now() >= lease_until_)
+        if (had && !lease_.valid(clock::now()))
             counter("strata_instance_lease_expired_total",
                     "Times this instance stopped writing because the group had not confirmed it a member lately")
                 .inc();
@@ -715,7 +696,7 @@ private:
         if ((!member_id_.empty() && id != member_id_) || membership_lost_) lose_membership();
         membership_lost_ = false;
         member_id_ = std::move(id);
-        lease_until_ = {};  // a new membership earns its own lease
+        lease_.reset();  // a new membership earns its own lease
         status_dirty_ = true;
         return true;
     }
@@ -1224,7 +1205,7 @@ private:
             if (offsets->cnt > 0) {
                 const auto sent = clock::now();
                 const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), offsets.get(), 0);
-                if (err == RD_KAFKA_RESP_ERR_NO_ERROR) lease_confirmed(sent);
+                if (err == RD_KAFKA_RESP_ERR_NO_ERROR) lease_.confirmed(sent);
                 if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
                     err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
                     // Refused during a rebalance: committed with the next
@@ -1332,7 +1313,7 @@ private:
     std::optional<clock::time_point> unreachable_since_;
     clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
     clock::time_point next_probe_{};
-    clock::time_point lease_until_{};                // at-least-once: may write until then (see the lease)
+    detail::lease lease_{config_.session_timeout};  // at-least-once: when it may write
     clock::time_point next_lease_try_{};
     bool inputs_held_ = false;                       // paused while the lease is out
     std::uint64_t acknowledged_ = 0;                 // coordination publications acknowledged so far

@@ -12,9 +12,9 @@
 //   the group (the coordinator knows their member id).
 // - I1 (writes): no task may be written by two instances: an instance
 //   writes only while awake, holding the task, and within its lease (the
-//   runtime's at-least-once lease: a session timeout less a margin after it
-//   sent the last offset commit the coordinator accepted, which renews its
-//   session). An instance the group expelled that has not heard of it yet (a
+//   runtime's at-least-once lease, detail/lease.hpp: a session timeout less
+//   a margin after it sent the last offset commit the coordinator accepted,
+//   which renews its session). An instance the group expelled that has not heard of it yet (a
 //   zombie) may still hold a task another member runs: that is measured in
 //   `zombie_overlap_ms`, and is harmless as long as the lease stops its writes.
 // - I4: no two decisions with one id differ (no forks of the decision
@@ -28,6 +28,7 @@
 #include <strata/runtime/detail/coordination_state.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/leader.hpp>
+#include <strata/runtime/detail/lease.hpp>
 #include <strata/serde/encode.hpp>
 
 #include <chrono>
@@ -163,7 +164,7 @@ struct instance {
     std::string member_id;  // as the instance believes it
     ms rejoin_at = 0;
     ms next_heartbeat = 0;
-    ms lease_until = 0;                    // may write until then
+    rtd::lease lease{std::chrono::milliseconds(1'000)};  // when it may write (the runtime's own)
     std::optional<ms> commit_answer_at;    // a lease commit on its way
     ms commit_sent = 0;
     bool commit_known = false;
@@ -229,6 +230,7 @@ private:
         o.standby_replicas = c_.standby_replicas;
         o.status_retention = std::chrono::milliseconds(3 * c_.session_timeout);
         i.lead = std::make_unique<rtd::leader>(o);
+        i.lease = rtd::lease(std::chrono::milliseconds(c_.session_timeout));
         return i;
     }
 
@@ -371,7 +373,7 @@ private:
         if (i.member_id.empty()) {
             if (now_ < i.rejoin_at) return;
             i.member_id = coordinator_.join(i.name, now_);
-            i.lease_until = 0;  // a new membership earns its own lease
+            i.lease.reset();  // a new membership earns its own lease
             i.commit_answer_at.reset();
             i.next_heartbeat = now_ + c_.heartbeat_interval;
             i.status_dirty = true;
@@ -387,7 +389,7 @@ private:
                 i.active.clear();
                 i.lead->deposed();
                 i.status_dirty = true;
-                i.lease_until = 0;
+                i.lease.reset();
                 i.commit_answer_at.reset();
                 i.rejoin_at = now_ + rng_.between(0, 100);
                 return;
@@ -414,18 +416,16 @@ private:
         if (i.member_id.empty()) return;
         if (i.commit_answer_at && now_ >= *i.commit_answer_at) {
             i.commit_answer_at.reset();
-            if (i.commit_known) i.lease_until = std::max(i.lease_until, i.commit_sent + c_.session_timeout - margin());
+            if (i.commit_known) i.lease.confirmed(tp(i.commit_sent));
             return;
         }
-        if (i.commit_answer_at || now_ < i.lease_until - c_.session_timeout / 3) return;
+        if (i.commit_answer_at || !i.lease.renewal_due(tp(now_))) return;
         i.commit_sent = now_;
         member* m = coordinator_.find(i.member_id);
         i.commit_known = m != nullptr;
         if (m != nullptr) m->last_heartbeat = now_;
         i.commit_answer_at = now_ + (rng_.chance(5) ? rng_.between(50, 300) : rng_.between(1, 30));
     }
-
-    [[nodiscard]] ms margin() const { return std::max<ms>(c_.session_timeout / 5, 200); }
 
     void read(instance& i) {
         // Sometimes only part of what is there has arrived.
@@ -508,7 +508,7 @@ private:
             for (const instance& i : instances_) {
                 if (!i.alive || !i.active.contains(p)) continue;
                 (coordinator_.find(i.member_id) != nullptr ? members : zombies).push_back(&i);
-                if (now_ >= i.paused_until && now_ < i.lease_until) writers.push_back(&i);
+                if (now_ >= i.paused_until && i.lease.valid(tp(now_))) writers.push_back(&i);
             }
             if (members.size() > 1)
                 fail("task " + std::to_string(p) + " is active on " + members[0]->name + " and " + members[1]->name +

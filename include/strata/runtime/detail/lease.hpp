@@ -1,0 +1,45 @@
+#pragma once
+/// @file
+/// @brief The at-least-once lease, with no Kafka in it (the instance and
+/// the simulation both keep it).
+///
+/// Under at-least-once nothing fences an instance the group expelled: a
+/// process paused past its session wakes up believing it owns its tasks.
+/// So it may write (process, punctuate, commit) only within a lease: until
+/// a session timeout, less a margin, after it sent the last offset commit
+/// the group coordinator accepted. An accepted commit renews the member's
+/// session (the classic group protocol does so in a Stable or
+/// PreparingRebalance group), so the coordinator cannot expel the member,
+/// nor the leader move its tasks, before the lease ends. Its commits renew
+/// the lease; when none is due, the instance commits something that nothing
+/// reads, a third of a session before the end.
+
+#include <algorithm>
+#include <chrono>
+
+namespace strata::runtime::detail {
+
+class lease {
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    explicit lease(std::chrono::milliseconds session)
+        : session_(session), margin_(std::max<std::chrono::milliseconds>(session / 5, std::chrono::milliseconds(200))) {}
+
+    /// @brief A commit sent at `sent` was accepted.
+    void confirmed(time_point sent) { until_ = std::max(until_, sent + session_ - margin_); }
+    /// @brief A new membership: it earns its own lease.
+    void reset() { until_ = {}; }
+
+    [[nodiscard]] bool valid(time_point now) const noexcept { return now < until_; }
+    /// @brief Whether a renewal is due: a third of a session or less is left.
+    [[nodiscard]] bool renewal_due(time_point now) const noexcept { return now >= until_ - session_ / 3; }
+    [[nodiscard]] time_point until() const noexcept { return until_; }
+
+private:
+    std::chrono::milliseconds session_;
+    std::chrono::milliseconds margin_;
+    time_point until_{};
+};
+
+}  // namespace strata::runtime::detail
