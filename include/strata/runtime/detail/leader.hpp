@@ -169,7 +169,8 @@ public:
     [[nodiscard]] std::vector<std::string> statuses_to_remove(const coordination_state& s, time_point now) {
         std::vector<std::string> out;
         if (state_ != phase::leading || !members_) return out;
-        for (const auto& [name, st] : s.statuses()) {
+        for (const auto& entry : s.statuses()) {
+            const std::string& name = entry.first;
             const bool in_group = std::any_of(members_->begin(), members_->end(),
                                               [&](const group_member& m) { return m.instance == name; });
             const bool decided = s.latest() && s.latest()->member_id_of(name) != nullptr;
