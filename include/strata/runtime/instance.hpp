@@ -810,43 +810,37 @@ private:
     /// Takes task p: a standby of it is promoted, else it is built anew. Its
     /// input partitions are assigned once it has restored (start_restored).
     void start_task(std::int32_t p, const assignment& a) {
+        // What the restore thread reads of the task is set before it may see it.
+        const auto prepare = [&](task& t) {
+            t.fence = predecessors_to_fence(a);
+            t.timeline = {};
+            t.timeline.noticed_ms = a.noticed_ms;
+            t.timeline.assigned_ms = wall_clock_ms();
+        };
         std::shared_ptr<task> t;
         if (const auto s = standbys_.find(p); s != standbys_.end()) {
             std::shared_ptr<task> standby = std::move(s->second);
             standbys_.erase(s);
-            standby->fence = predecessors_to_fence(a);  // before the restore thread may read it
+            prepare(*standby);  // a standby's restore touches neither
             if (restorer_->promote(*standby)) t = std::move(standby);  // a warm copy: only its lag is restored
             else close(*standby, false);
         }
         const bool promoted = t != nullptr;
         if (!promoted) {
             t = make_(p, *output_);
-            t->fence = predecessors_to_fence(a);
+            prepare(*t);
         }
-        t->timeline = {};
-        t->timeline.noticed_ms = a.noticed_ms;
-        t->timeline.assigned_ms = wall_clock_ms();
         tasks_.emplace(p, t);
         transition(*t, task_state::restoring);
         if (!promoted) restorer_->add(std::move(t));
         status_dirty_ = true;
     }
 
-    /// Under exactly-once, the producers that may hold an open transaction
-    /// with writes of a task that comes here: those of every instance the
-    /// statuses know that is not a member of the decision (it left, died or
-    /// was expelled, perhaps without letting go). Members have let go (see
-    /// detail/handoff.hpp). Fencing one that is merely starting costs it a
-    /// new producer; it holds no task yet.
-    [[nodiscard]] std::vector<std::pair<std::string, std::string>> predecessors_to_fence(const assignment& a) const {
-        std::vector<std::pair<std::string, std::string>> out;
-        if (!eos_) return out;
-        for (const auto& [name, st] : reader_->state().statuses()) {
-            if (name == config_.instance_id || st.transactional_id.empty() || st.withdrawn) continue;
-            if (const std::string* m = a.member_id_of(name); m != nullptr && *m == st.member_id) continue;
-            out.emplace_back(st.transactional_id, st.incarnation);
-        }
-        return out;
+    /// Under exactly-once, the producers to fence before task p restores
+    /// here (see detail/handoff.hpp).
+    [[nodiscard]] std::vector<detail::fence_target> predecessors_to_fence(const assignment& a) const {
+        if (!eos_) return {};
+        return detail::fence_targets(a, reader_->state(), config_.instance_id);
     }
 
     /// Fences the task's predecessors' producers (on the restore thread,
@@ -857,7 +851,8 @@ private:
     /// owner does can change the task's offsets or changelogs, so the offsets
     /// and the changelogs' ends read next agree (runtime-design I1, I3).
     void fence_predecessors(const task& t) {
-        for (const auto& [id, incarnation] : t.fence) {
+        for (const detail::fence_target& f : t.fence) {
+            const std::string& incarnation = f.incarnation;
             {
                 const std::lock_guard lock(fenced_mutex_);
                 if (fenced_.contains(incarnation)) continue;
@@ -866,7 +861,7 @@ private:
             kafka::producer_options o;
             o.bootstrap_servers = config_.bootstrap_servers;
             o.extra = config_.producer_settings;
-            o.transactional_id = id;
+            o.transactional_id = f.transactional_id;
             o.extra["transaction.timeout.ms"] = std::to_string(config_.transaction_timeout.count());
             { const kafka::exactly_once fence(std::move(o), config_.broker_timeout); }
             registry_->histogram_for("strata_instance_fence_seconds",

@@ -11,6 +11,7 @@
 #include <strata/decorators/logged.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/metrics/gauge.hpp>
+#include <strata/runtime/detail/handoff.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -305,7 +306,7 @@ public:
     /// Under exactly-once: the transactional ids of instances that may have
     /// written for this task without letting go of it (not members of the
     /// decision that gave it here). They are fenced before the restore.
-    std::vector<std::pair<std::string, std::string>> fence;  ///< (transactional id, incarnation)
+    std::vector<detail::fence_target> fence;
     /// Records processed and punctuations run since the last commit.
     std::uint64_t uncommitted = 0;
     takeover_timeline timeline;

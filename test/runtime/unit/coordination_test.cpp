@@ -235,3 +235,29 @@ TEST_CASE("leader: what it wrote and did not land is written again", "[runtime][
     REQUIRE(again);
     CHECK(again->version == 1);
 }
+
+TEST_CASE("handoff: under exactly-once the producers of instances outside the decision are fenced, members' are not",
+          "[runtime][coordination]") {
+    fake_log l;
+    const std::int64_t e = l.claim("a", "a#1");
+    const assignment d = decision(e, 1, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "b"});
+    auto with_producer = [](instance_status s, std::string id) {
+        s.transactional_id = std::move(id);
+        s.incarnation = s.member_id + "-run";
+        return s;
+    };
+    l.put("status/a", with_producer(status("a", "a#1", {e, 1}, {0}), "app-a"));
+    l.put("status/b", with_producer(status("b", "b#1", {e, 1}, {1}), "app-b"));  // a member: lets go by itself
+    l.put("status/c", with_producer(status("c", "c#1", {e, 1}, {2}), "app-c"));  // expelled, may still write
+    l.put("status/b2", with_producer(status("b2", "b2#9", {e, 1}, {}), "app-b2"));  // not in the decision
+    instance_status gone = with_producer(status("d", "d#1", {e, 1}, {}), "app-d");
+    gone.withdrawn = true;  // committed and left
+    l.put("status/d", gone);
+    const std::vector<fence_target> f = fence_targets(d, l.state, "a");
+    REQUIRE(f.size() == 2);
+    CHECK(f[0] == fence_target{"app-b2", "b2#9-run"});
+    CHECK(f[1] == fence_target{"app-c", "c#1-run"});
+    // b restarted: its status is from another membership than the decision's
+    l.put("status/b", with_producer(status("b", "b#2", {}, {}), "app-b"));
+    CHECK(fence_targets(d, l.state, "a").size() == 3);
+}

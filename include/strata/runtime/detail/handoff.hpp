@@ -57,6 +57,31 @@ struct handoff_plan {
     return false;
 }
 
+/// @brief A producer that may hold an open transaction with writes of a
+/// task that comes here (exactly-once): its transactional id and the
+/// incarnation that used it.
+struct fence_target {
+    std::string transactional_id;
+    std::string incarnation;
+    friend bool operator==(const fence_target&, const fence_target&) = default;
+};
+
+/// @brief The producers to fence before a task restores here: those of every
+/// instance the statuses know, but `me`, that is not the member `d` was made
+/// for (it left, died or was expelled, perhaps without letting go) and did
+/// not withdraw. Members of `d` have let go (see above). Fencing one that is
+/// merely starting costs it a new producer; it holds no task yet.
+[[nodiscard]] inline std::vector<fence_target> fence_targets(const assignment& d, const coordination_state& s,
+                                                            const std::string& me) {
+    std::vector<fence_target> out;
+    for (const auto& [name, st] : s.statuses()) {
+        if (name == me || st.transactional_id.empty() || st.withdrawn) continue;
+        if (const std::string* m = d.member_id_of(name); m != nullptr && *m == st.member_id) continue;
+        out.push_back({st.transactional_id, st.incarnation});
+    }
+    return out;
+}
+
 [[nodiscard]] inline handoff_plan plan_handoff(const assignment& d, const coordination_state& s, const local_tasks& me) {
     handoff_plan plan;
     const std::string* my_id = d.member_id_of(me.instance);
