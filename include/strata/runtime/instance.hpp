@@ -11,8 +11,16 @@
 /// consumer (librdkafka serves rebalances from the poll), reads the
 /// coordination topic, decides as leader, hands each record to its task,
 /// punctuates and commits. The restore thread (restorer.hpp) builds tasks
-/// with the user's factory and replays their changelogs. Tasks pass from one
-/// to the other under a mutex; nothing else is shared.
+/// with the user's factory, fences their predecessors and looks up their
+/// offsets, and replays their changelogs. Tasks pass from one to the other
+/// under a mutex; nothing else is shared.
+///
+/// What decides lives in detail/, with no Kafka in it, tested alone and by
+/// the simulation (test/runtime/unit/): who leads and what it decides
+/// (leader.hpp), what a reader accepts (coordination_state.hpp), what an
+/// instance does with a decision and whom it fences (handoff.hpp), and when
+/// it may write under at-least-once (lease.hpp). This class carries those
+/// out over librdkafka.
 
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/error.hpp>
