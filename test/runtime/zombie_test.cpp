@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 using namespace runtime_test;
 
@@ -23,6 +24,25 @@ std::vector<std::string> app_args(const std::string& app, const std::string& inp
             "--output",    output,                  "--state", state.string(), "--instance", instance,
             "--commit-ms", "200",                   "--session-ms", "6000"};
 }
+
+/// Input at about one record a millisecond, for a while at a time.
+class paced_input : public input_writer {
+public:
+    paced_input(std::string topic, std::int32_t partitions, int keys)
+        : input_writer(std::move(topic), partitions), keys_(keys) {}
+    void write_for(std::chrono::milliseconds d) {
+        const auto until = std::chrono::steady_clock::now() + d;
+        while (std::chrono::steady_clock::now() < until) {
+            write(next_++, keys_);
+            std::this_thread::sleep_for(1ms);
+        }
+        flush();
+    }
+
+private:
+    int keys_;
+    std::int64_t next_ = 0;
+};
 
 }  // namespace
 
@@ -44,16 +64,8 @@ TEST_CASE("runtime: exactly-once, the tasks of an instance paused past its sessi
     instance_process a(args("a"), dir / "a.log");
     instance_process b(args("b"), dir / "b.log");
 
-    input_writer in(input, partitions);
-    std::int64_t i = 0;
-    const auto write_for = [&](std::chrono::milliseconds d) {
-        const auto until = std::chrono::steady_clock::now() + d;
-        while (std::chrono::steady_clock::now() < until) {
-            in.write(i++, keys);
-            std::this_thread::sleep_for(1ms);
-        }
-        in.flush();
-    };
+    paced_input in(input, partitions, keys);
+    const auto write_for = [&](std::chrono::milliseconds d) { in.write_for(d); };
     write_for(5s);  // both run tasks now
     b.kill(SIGSTOP);
     const auto paused = std::chrono::steady_clock::now();
@@ -158,16 +170,8 @@ TEST_CASE("runtime: at-least-once, an instance paused past its session writes no
     const std::string output = kafka_test::make_topic("lease-out", partitions, {{"cleanup.policy", "delete"}});
     instance_process a(app_args(app, input, output, dir / "state-a", "a"), dir / "a.log");
     instance_process b(app_args(app, input, output, dir / "state-b", "b"), dir / "b.log");
-    input_writer in(input, partitions);
-    std::int64_t i = 0;
-    const auto write_for = [&](std::chrono::milliseconds d) {
-        const auto until = std::chrono::steady_clock::now() + d;
-        while (std::chrono::steady_clock::now() < until) {
-            in.write(i++, keys);
-            std::this_thread::sleep_for(1ms);
-        }
-        in.flush();
-    };
+    paced_input in(input, partitions, keys);
+    const auto write_for = [&](std::chrono::milliseconds d) { in.write_for(d); };
     write_for(5s);
     // Paused with records in hand and in its cache; its session (6 s) ends,
     // and a runs its tasks and writes newer totals for their keys.
