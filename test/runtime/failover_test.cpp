@@ -103,17 +103,7 @@ TEST_CASE("runtime: exactly-once over three instances, one killed: the output of
     for (std::int32_t p = 0; p < s.partitions; ++p)
         std::printf("partition %d: %zu outputs, %zu expected\n", p, read_output(o.output_topic, p).size(),
                     expected_output(o.written[static_cast<std::size_t>(p)]).size());
-    for (std::int32_t p = 0; p < s.partitions; ++p) {
-        INFO("partition " << p);
-        const auto expected = expected_output(o.written[static_cast<std::size_t>(p)]);
-        const auto actual = read_output(o.output_topic, p);
-        REQUIRE(actual.size() == expected.size());
-        for (std::size_t i = 0; i < expected.size(); ++i) {
-            INFO("output record " << i);
-            REQUIRE(actual[i].first == expected[i].first);
-            REQUIRE(actual[i].second == expected[i].second);
-        }
-    }
+    require_output_of_an_uninterrupted_run(o.output_topic, o.written);
 }
 
 TEST_CASE("runtime: at-least-once over three instances, one killed: no input is lost",

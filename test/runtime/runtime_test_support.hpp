@@ -104,23 +104,35 @@ inline std::vector<std::pair<std::string, update>> expected_output(const std::ve
     return out;
 }
 
-/// Waits until no transaction is open on a partition (its last stable
-/// offset reached its high watermark): a killed instance leaves its last
-/// transaction open until the broker aborts it, and a read-committed reader
-/// stops before it until then.
-inline void await_stable(const std::string& topic, std::int32_t partition, std::chrono::seconds timeout = 60s) {
-    const auto handle = [](bool committed) {
+/// Whether a transaction is open on a partition: its last stable offset
+/// (what a read-committed reader sees) is below its high watermark.
+class open_transactions {
+public:
+    open_transactions() : committed_(handle(true)), uncommitted_(handle(false)) {}
+
+    [[nodiscard]] bool any(const std::string& topic, std::int32_t partition) const {
+        return strata::kafka::query_end_offset(committed_.get(), topic, partition, 10s) !=
+               strata::kafka::query_end_offset(uncommitted_.get(), topic, partition, 10s);
+    }
+
+private:
+    static strata::kafka::client handle(bool committed) {
         strata::kafka::conf c;
         c.set("bootstrap.servers", kafka_test::bootstrap());
         c.set("isolation.level", committed ? "read_committed" : "read_uncommitted");
         return strata::kafka::client(RD_KAFKA_CONSUMER, std::move(c));
-    };
-    const strata::kafka::client committed = handle(true), uncommitted = handle(false);
+    }
+
+    strata::kafka::client committed_, uncommitted_;
+};
+
+/// Waits until no transaction is open on a partition: a killed instance
+/// leaves its last transaction open until the broker aborts it, and a
+/// read-committed reader stops before it until then.
+inline void await_stable(const std::string& topic, std::int32_t partition, std::chrono::seconds timeout = 60s) {
+    const open_transactions open;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        const auto stable = strata::kafka::query_end_offset(committed.get(), topic, partition, 10s);
-        const auto high = strata::kafka::query_end_offset(uncommitted.get(), topic, partition, 10s);
-        if (stable == high) return;
+    while (open.any(topic, partition)) {
         if (std::chrono::steady_clock::now() > deadline)
             FAIL(topic << "[" << partition << "] still has an open transaction after " << timeout.count() << " s");
         std::this_thread::sleep_for(200ms);
@@ -144,6 +156,22 @@ inline std::vector<std::pair<std::string, update>> read_output(const std::string
     std::vector<std::pair<std::string, update>> out;
     for (const auto& [k, v] : read_partition(topic, partition)) out.emplace_back(k, strata::decode<update>(v));
     return out;
+}
+
+/// Exactly-once: every partition's output equals, record for record, what
+/// one uninterrupted run over the input produces.
+inline void require_output_of_an_uninterrupted_run(const std::string& output, const partitioned_input& written) {
+    for (std::size_t p = 0; p < written.size(); ++p) {
+        INFO("partition " << p);
+        const auto expected = expected_output(written[p]);
+        const auto actual = read_output(output, static_cast<std::int32_t>(p));
+        REQUIRE(actual.size() == expected.size());
+        for (std::size_t k = 0; k < expected.size(); ++k) {
+            INFO("output record " << k);
+            REQUIRE(actual[k].first == expected[k].first);
+            REQUIRE(actual[k].second == expected[k].second);
+        }
+    }
 }
 
 /// At-least-once: every input record has an output record (an output names

@@ -49,13 +49,6 @@ struct decision_id {
     friend auto operator<=>(const decision_id&, const decision_id&) = default;
 };
 
-/// @brief Where a changelog of a task ended when its instance let go of
-/// it: the next owner restores at least that far.
-struct changelog_end {
-    BOOST_HANA_DEFINE_STRUCT(changelog_end, (std::int32_t, task), (std::string, store), (std::int64_t, offset));
-    friend bool operator==(const changelog_end&, const changelog_end&) = default;
-};
-
 /// @brief What an instance tells the others about itself.
 struct instance_status {
     BOOST_HANA_DEFINE_STRUCT(instance_status,
@@ -70,8 +63,7 @@ struct instance_status {
                              (std::int64_t, acted_version),
                              (bool, withdrawn),                       // it closed its tasks and is leaving
                              (std::vector<std::int32_t>, active),     // tasks restoring or running here
-                             (std::vector<standby_lag>, standbys),    // standby tasks kept here
-                             (std::vector<changelog_end>, released)); // changelog ends of tasks it let go of
+                             (std::vector<standby_lag>, standbys));   // standby tasks kept here
     friend bool operator==(const instance_status&, const instance_status&) = default;
 
     [[nodiscard]] decision_id acted() const noexcept { return {acted_epoch, acted_version}; }

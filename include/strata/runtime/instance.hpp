@@ -689,17 +689,23 @@ private:
         if (status_dirty_ || now >= next_status_) publish_status(false);
     }
 
+    /// The consumer's member id in the group, "" while it has none.
+    [[nodiscard]] static std::string member_id_of(rd_kafka_t* rk) {
+        std::string id;
+        if (char* m = rd_kafka_memberid(rk); m != nullptr) {
+            id = m;
+            rd_kafka_mem_free(rk, m);
+        }
+        return id;
+    }
+
     /// Follows this instance's member id. A membership lost (the group
     /// expelled it: its session ended, or librdkafka says the assignment was
     /// lost) ends every active task here at once, before anything more is
     /// processed or committed: another instance may own them by now.
     /// @returns whether the member id changed
     bool refresh_membership() {
-        std::string id;
-        if (char* m = rd_kafka_memberid(consumer_->get()); m != nullptr) {
-            id = m;
-            rd_kafka_mem_free(consumer_->get(), m);
-        }
+        std::string id = member_id_of(consumer_->get());
         if (id == member_id_ && !membership_lost_) return false;
         if ((!member_id_.empty() && id != member_id_) || membership_lost_) lose_membership();
         membership_lost_ = false;
@@ -1082,14 +1088,7 @@ private:
             else kafka::check(rd_kafka_assign(rk, parts), "take the assigned partitions");
             // The coordination topic is read by its own consumer.
             kafka::check(rd_kafka_pause_partitions(rk, parts), "pause the coordination partition");
-            if (coordination()) {
-                std::string id;
-                if (char* m = rd_kafka_memberid(rk); m != nullptr) {
-                    id = m;
-                    rd_kafka_mem_free(rk, m);
-                }
-                leader_->elected(std::move(id), clock::now());
-            }
+            if (coordination()) leader_->elected(member_id_of(rk), clock::now());
         } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
             const bool lost = rd_kafka_assignment_lost(rk) != 0;
             if (coordination()) leader_->deposed();
