@@ -198,6 +198,7 @@ public:
                 close_all(false);
             }
             publish_status(true);  // withdrawn: the leader moves its tasks at once
+            if (!failed_) decide_once_more();
             writer.flush();
         } catch (...) {
             if (!failure) failure = std::current_exception();
@@ -754,6 +755,29 @@ private:
             writer_->publish(*a);
         }
         for (const std::string& gone : leader_->statuses_to_remove(reader_->state(), now)) writer_->remove_status(gone);
+    }
+
+    /// A leader that stops decides once more, for the others, when it reads
+    /// its withdrawal back: its tasks then move at once, not after the group
+    /// has noticed it left (up to a heartbeat interval) and its successor
+    /// has claimed and listed the members (a stop took 1.2 to 3.5 s so).
+    /// Safe as any decision: it runs nothing now, the others still wait for
+    /// each other's statuses, and a successor's claim outranks it.
+    void decide_once_more() {
+        if (!leader_->leading()) return;
+        const auto deadline = clock::now() + std::chrono::seconds(2);
+        while (!reader_->state().withdrew(config_.instance_id, member_id_)) {
+            if (clock::now() >= deadline) return;
+            (void)writer_->poll();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            (void)reader_->poll();
+        }
+        leader_->observe(reader_->state());
+        if (!leader_->leading()) return;
+        if (std::optional<assignment> a = leader_->decide(reader_->state(), wall_clock_ms())) {
+            if (rebalance_log_) rebalance_log_(a->noticed_ms);
+            writer_->publish(*a);
+        }
     }
 
     /// Brings this instance's tasks in line with the newest decision:

@@ -159,6 +159,7 @@ struct instance {
     std::string name;
     bool alive = true;
     bool leaving = false;  // stopped cleanly: leaves the group once its writes landed
+    std::optional<ms> handing_over_until;  // a stopping leader: decides once more, for the others
     ms paused_until = 0;
     ms next_step = 0;
     std::string member_id;  // as the instance believes it
@@ -217,6 +218,7 @@ public:
     [[nodiscard]] ms zombie_overlap_ms() const { return zombie_overlap_; }
     [[nodiscard]] const std::string& trace() const { return trace_; }
     [[nodiscard]] int faults() const { return faults_; }
+    [[nodiscard]] int last_decisions() const { return last_decisions_; }  // by stopping leaders
 
 private:
     instance fresh(std::string name, ms at) {
@@ -261,7 +263,7 @@ private:
                 log_.append(std::move(i.outbox.front().key), std::move(i.outbox.front().value));
                 i.outbox.pop_front();
             }
-            if (i.leaving && i.outbox.empty() && i.alive) {  // its withdrawal landed: it leaves the group
+            if (i.leaving && !i.handing_over_until && i.outbox.empty() && i.alive) {  // its withdrawal landed: it leaves the group
                 coordinator_.remove(i.member_id);
                 i.alive = false;
                 i.rejoin_at = now_ + rng_.between(50, 2'000);
@@ -320,6 +322,7 @@ private:
                 s.withdrawn = true;
                 send(i, rtd::status_key(i.name), strata::encode(s));
                 i.leaving = true;
+                if (i.lead->leading()) i.handing_over_until = now_ + 2'000;
                 break;
             }
         }
@@ -353,7 +356,11 @@ private:
 
     void step(instance& i) {
         i.next_step = now_ + rng_.between(5, 25);
-        if (now_ < i.paused_until || i.leaving) return;
+        if (now_ < i.paused_until) return;
+        if (i.leaving) {
+            if (i.handing_over_until) hand_over(i);
+            return;
+        }
         if (now_ < c_.fault_until && rng_.chance(c_.fault_percent)) {
             fault(i);
             if (!i.alive || now_ < i.paused_until || i.leaving) return;
@@ -471,6 +478,23 @@ private:
         }
     }
 
+    /// A stopping leader (instance.hpp, decide_once_more): once it reads its
+    /// own withdrawal back, it decides for the others before it leaves the
+    /// group, unless it was deposed meanwhile or waited too long.
+    void hand_over(instance& i) {
+        read(i);
+        const bool read_back = i.state.withdrew(i.name, i.member_id);
+        if (!i.lead->leading() || now_ >= *i.handing_over_until) {
+            i.handing_over_until.reset();
+            return;
+        }
+        if (!read_back) return;
+        note(i.name + " decides once more as it stops");
+        ++last_decisions_;
+        lead(i);
+        i.handing_over_until.reset();
+    }
+
     void act(instance& i) {
         const std::optional<rt::assignment>& d = i.state.latest();
         if (!d) return;
@@ -569,6 +593,7 @@ private:
     ms zombie_overlap_ = 0;
     ms last_check_ = 0;
     int faults_ = 0;
+    int last_decisions_ = 0;
 };
 
 }  // namespace simulation

@@ -30,18 +30,20 @@ void run_seeds(simulation::config c, std::uint64_t first, std::uint64_t count) {
         return;
     }
     std::int64_t zombie_ms = 0;
-    int faults = 0;
+    int faults = 0, last_decisions = 0;
     for (std::uint64_t seed = first; seed < first + count; ++seed) {
         simulation::world w(seed, c);
         const std::string failure = w.run();
         zombie_ms += w.zombie_overlap_ms();
         faults += w.faults();
+        last_decisions += w.last_decisions();
         if (!failure.empty()) {
             FAIL_CHECK("seed " << seed << " " << failure << " (replay: STRATA_SIM_SEED=" << seed << ")");
             return;
         }
     }
-    std::cout << count << " seeds, " << faults << " faults, " << zombie_ms
+    std::cout << count << " seeds, " << faults << " faults, " << last_decisions
+              << " last decisions of a stopping leader, " << zombie_ms
               << " ms in which an expelled instance that had not heard of it held a task another member ran (its lease kept it from writing)\n";
     SUCCEED();
 }
