@@ -33,11 +33,12 @@
 #include <strata/runtime/config.hpp>
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/commit_metadata.hpp>
+#include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>
+#include <strata/runtime/detail/kafka_commit_port.hpp>
 #include <strata/runtime/detail/leader.hpp>
-#include <strata/runtime/detail/lease.hpp>
 #include <strata/runtime/detail/reaper.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
@@ -155,6 +156,15 @@ public:
         lo.status_retention = std::max<std::chrono::milliseconds>(6 * config_.session_timeout, std::chrono::minutes(1));
         leader_.emplace(std::move(lo));
         make_consumer(coordination);
+        detail::kafka_commit_port commit_port(consumer_->get(), out, eos_, producer_);
+        detail::committer_options co;
+        co.exactly_once = config_.guarantee == processing_guarantee::exactly_once;
+        co.instance = config_.instance_id;
+        co.input_topics = config_.input_topics;
+        co.session_timeout = config_.session_timeout;
+        co.lease_topic = coordination;
+        detail::committer committer(std::move(co), commit_port, *registry_);
+        committer_ = &committer;
         // Committed offsets are looked up by a consumer of the group's id
         // that never joins it: the member's own lookups can wait while the
         // group rebalances, which is when a task taken over needs one (a
@@ -218,6 +228,7 @@ public:
         reaper_ = nullptr;  // the reaper finishes its work when run() returns
         consumer_.reset();
         watch_ = nullptr;
+        committer_ = nullptr;
         leader_.reset();
         writer_ = nullptr;
         reader_ = nullptr;
@@ -474,9 +485,7 @@ private:
     // ------------------------------------------------------------- lease --
     // (see detail/lease.hpp; under exactly-once the predecessor is fenced instead)
 
-    [[nodiscard]] bool may_write() const {
-        return config_.guarantee == processing_guarantee::exactly_once || lease_.valid(clock::now());
-    }
+    [[nodiscard]] bool may_write() const { return committer_->may_write(); }
 
     /// Pauses (or resumes) the input of every running task while the lease
     /// is out, so the consumer can be polled without records coming in.
@@ -508,25 +517,7 @@ private:
     /// Renews the lease when a third of the session is left (or it ran
     /// out), by committing the coordination partition's offset.
     void keep_lease() {
-        if (config_.guarantee == processing_guarantee::exactly_once || member_id_.empty()) return;
-        const auto now = clock::now();
-        if (!lease_.renewal_due(now) || now < next_lease_try_) return;
-        const bool had = lease_.valid(now);
-        const kafka::unique_partition_list l =
-            kafka::one_partition(coordination_topic_name(config_.application_id), 0, 0);
-        const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), l.get(), 0);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            lease_.confirmed(now);
-            return;
-        }
-        // Refused: a rebalance under way (its generation is not ours yet), or
-        // the member is gone, which librdkafka reports through the member id
-        // (refresh_membership). Either way: no lease until a commit goes through.
-        next_lease_try_ = clock::now() + std::chrono::milliseconds(50);
-        if (had && !lease_.valid(clock::now()))
-            counter("strata_instance_lease_expired_total",
-                    "Times this instance stopped writing because the group had not confirmed it a member lately")
-                .inc();
+        if (!member_id_.empty()) committer_->keep_lease();
     }
 
     /// Stops the instance once no broker answered for `broker_timeout`: no
@@ -711,7 +702,7 @@ private:
         if ((!member_id_.empty() && id != member_id_) || membership_lost_) lose_membership();
         membership_lost_ = false;
         member_id_ = std::move(id);
-        lease_.reset();  // a new membership earns its own lease
+        committer_->new_membership();  // a new membership earns its own lease
         status_dirty_ = true;
         return true;
     }
@@ -1196,80 +1187,9 @@ private:
 
     // ------------------------------------------------------------ commits --
 
-    [[nodiscard]] kafka::unique_partition_list commit_offsets(const std::vector<task*>& ts) const {
-        kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(ts.size() * config_.input_topics.size())));
-        const std::int64_t now = wall_clock_ms();
-        for (task* t : ts) {
-            for (std::size_t i = 0; i < config_.input_topics.size(); ++i) {
-                if (t->next_offsets[i] < 0) continue;
-                const std::string metadata = detail::encode_commit_metadata(
-                    {i < t->partition_times.size() ? t->partition_times[i] : -1, config_.instance_id, now});
-                rd_kafka_topic_partition_t* e =
-                    rd_kafka_topic_partition_list_add(l.get(), config_.input_topics[i].c_str(), t->partition());
-                e->offset = t->next_offsets[i];
-                e->metadata = std::malloc(metadata.size());  // the list frees it
-                if (e->metadata != nullptr) {
-                    std::memcpy(e->metadata, metadata.data(), metadata.size());
-                    e->metadata_size = metadata.size();
-                }
-            }
-        }
-        return l;
-    }
-
-    /// Commits the given running tasks (see processing_guarantee).
+    /// Commits the given running tasks (see detail/committer.hpp).
     void commit(const std::vector<task*>& ts) {
-        if (!may_write()) return;  // see the lease
-        bool work = false;
-        for (task* t : ts) work = work || t->uncommitted != 0;
-        if (!work) return;
-        const auto start = clock::now();
-        for (task* t : ts) t->flush_stores();
-        const kafka::unique_partition_list offsets = commit_offsets(ts);
-        if (config_.guarantee == processing_guarantee::at_least_once) {
-            output_->flush();
-            if (offsets->cnt > 0) {
-                const auto sent = clock::now();
-                const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_->get(), offsets.get(), 0);
-                if (err == RD_KAFKA_RESP_ERR_NO_ERROR) lease_.confirmed(sent);
-                if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
-                    err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) {
-                    // Refused during a rebalance: committed with the next
-                    // commit, or processed again by the next owner
-                    // (at-least-once allows it).
-                    counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
-                    return;
-                }
-                kafka::check(err, "commit the input offsets");
-            }
-        } else {
-            const kafka::unique_group_metadata group(rd_kafka_consumer_group_metadata(consumer_->get()));
-            try {
-                eos_->commit(offsets.get(), group.get());
-            } catch (const kafka::kafka_error& e) {
-                if (producer_->fatal_error() || e.code() == RD_KAFKA_RESP_ERR__FENCED ||
-                    e.code() == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || e.code() == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
-                    throw;  // a newer instance owns our work: stop
-                // The transaction was aborted: the stores are ahead of their
-                // changelogs. Rebuild them from the changelogs and resume from
-                // the committed offsets.
-                counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
-                rebuild_after_abort();
-                eos_->begin();
-                return;
-            }
-            eos_->begin();
-            // Committed: now the stores that commit themselves take their
-            // updates into their durable data, with the changelog offset.
-            for (task* t : ts) t->commit_self_checkpointing_stores();
-        }
-        const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-        for (task* t : ts) {
-            t->uncommitted = 0;
-            const metrics::labels l{{"task", t->id()}};
-            registry_->counter_for("strata_task_commits_total", "Commits of a task", l).inc();
-            registry_->histogram_for("strata_task_commit_seconds", "Latency of a task's commits", l).observe(seconds);
-        }
+        if (committer_->commit(ts) == detail::commit_outcome::aborted) rebuild_after_abort();
     }
 
     /// After an aborted transaction: every running task is rebuilt from its
@@ -1339,8 +1259,7 @@ private:
     std::optional<clock::time_point> unreachable_since_;
     clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
     clock::time_point next_probe_{};
-    detail::lease lease_{config_.session_timeout};  // at-least-once: when it may write
-    clock::time_point next_lease_try_{};
+    detail::committer* committer_ = nullptr;  // and the at-least-once lease
     bool inputs_held_ = false;                       // paused while the lease is out
     std::uint64_t acknowledged_ = 0;                 // coordination publications acknowledged so far
     std::mutex topics_mutex_;

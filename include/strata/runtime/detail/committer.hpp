@@ -1,0 +1,221 @@
+#pragma once
+/// @file
+/// @brief The committer, with no Kafka in it: when the tasks' work may be
+/// written and committed, what a commit carries, the order of its steps
+/// under each guarantee, and what a refused or aborted commit means. The
+/// Kafka calls are behind `commit_port` (kafka_commit_port.hpp).
+///
+/// - A commit carries, for each input partition a task has read, the next
+///   offset to read, with the partition's time, the instance and the wall
+///   clock in Kafka Streams' metadata format (commit_metadata.hpp). A task
+///   with nothing new since its last commit (no record, no punctuation) does
+///   not make one happen.
+/// - At-least-once: the stores are flushed, then every output and changelog
+///   write is awaited, then the offsets go to the group: nothing is marked
+///   consumed before what it caused is durable. An accepted commit renews
+///   the lease (lease.hpp) from when it was sent. One the group refuses
+///   while it rebalances is dropped: the work stays uncommitted, to go with
+///   the next commit or be processed again by the next owner.
+/// - Under the lease: outside it nothing is committed, and keep_lease()
+///   commits something nothing reads when a third of a session is left.
+/// - Exactly-once: the stores are flushed into the open transaction, the
+///   offsets are sent into it, it commits, the next one begins; only then
+///   do the stores that keep their committed offset in their own data take
+///   their updates in. An aborted transaction leaves the stores ahead of
+///   their changelogs: the caller rebuilds them. A fenced producer throws
+///   (another instance owns the work now).
+
+#include <strata/metrics/registry.hpp>
+#include <strata/runtime/detail/commit_metadata.hpp>
+#include <strata/runtime/detail/lease.hpp>
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::runtime::detail {
+
+/// @brief One input partition's offset to commit.
+struct offset_to_commit {
+    std::string topic;
+    std::int32_t partition = 0;
+    std::int64_t offset = 0;
+    std::string metadata;
+    friend bool operator==(const offset_to_commit&, const offset_to_commit&) = default;
+};
+
+/// @brief The group's answer to an offset commit outside a transaction.
+enum class group_answer { accepted, rebalancing };
+/// @brief How a transaction ended that was not fenced.
+enum class transaction_end { committed, aborted };
+
+/// @brief What a commit needs of Kafka.
+class commit_port {
+public:
+    virtual ~commit_port() = default;
+    /// At-least-once: returns once every output and changelog write is acknowledged.
+    virtual void flush_output() = 0;
+    /// At-least-once: commits `offsets` to the group.
+    /// @throws an error other than a rebalance under way
+    virtual group_answer commit_to_group(const std::vector<offset_to_commit>& offsets) = 0;
+    /// Exactly-once: sends `offsets` into the open transaction and commits it.
+    /// @throws the producer was fenced or failed
+    virtual transaction_end commit_transaction(const std::vector<offset_to_commit>& offsets) = 0;
+    /// Exactly-once: opens the next transaction.
+    virtual void begin_transaction() = 0;
+};
+
+/// @brief What the committer reads and changes of a task (runtime::task).
+template <class T>
+concept committable_task = requires(T& t, const T& ct) {
+    { ct.partition() } -> std::convertible_to<std::int32_t>;
+    { ct.id() } -> std::convertible_to<std::string>;
+    { t.next_offsets } -> std::convertible_to<std::vector<std::int64_t>>;
+    { t.partition_times } -> std::convertible_to<std::vector<std::int64_t>>;
+    { t.uncommitted } -> std::convertible_to<std::uint64_t>;
+    t.flush_stores();
+    t.commit_self_checkpointing_stores();
+};
+
+struct committer_options {
+    bool exactly_once = false;
+    std::string instance;
+    std::vector<std::string> input_topics;
+    std::chrono::milliseconds session_timeout{10'000};
+    /// What keep_lease() commits: partition 0 of it, at offset 0.
+    std::string lease_topic;
+    std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
+    std::function<std::int64_t()> wall_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
+};
+
+enum class commit_outcome {
+    nothing_to_commit,
+    held,       ///< at-least-once, outside the lease
+    committed,
+    refused,    ///< at-least-once: the group rebalances; the work stays uncommitted
+    aborted,    ///< exactly-once: the transaction was aborted; rebuild the tasks
+};
+
+class committer {
+public:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    committer(committer_options o, commit_port& port, metrics::registry& reg)
+        : o_(std::move(o)), port_(&port), registry_(&reg), lease_(o_.session_timeout) {}
+
+    /// @brief Whether the instance may process, punctuate and commit now:
+    /// always under exactly-once (fencing guards it), within the lease under at-least-once.
+    [[nodiscard]] bool may_write() const { return o_.exactly_once || lease_.valid(o_.now()); }
+
+    /// @brief A new membership earns its own lease.
+    void new_membership() {
+        lease_.reset();
+        next_lease_try_ = {};
+        held_ = false;
+    }
+
+    /// @brief At-least-once, for a member: renews the lease when a third of
+    /// a session is left (or it ran out) by committing `lease_topic`[0]@0,
+    /// and counts the times it ran out.
+    void keep_lease() {
+        if (o_.exactly_once) return;
+        const time_point sent = o_.now();
+        if (lease_.renewal_due(sent) && sent >= next_lease_try_) {
+            bool accepted = false;
+            try {
+                accepted = port_->commit_to_group({{o_.lease_topic, 0, 0, {}}}) == group_answer::accepted;
+            } catch (const std::exception&) {
+                // The member is gone (the caller hears it through its member
+                // id) or the coordinator is away: no lease until a commit goes through.
+            }
+            if (accepted) lease_.confirmed(sent);
+            else next_lease_try_ = o_.now() + std::chrono::milliseconds(50);
+        }
+        const bool valid = lease_.valid(o_.now());
+        if (held_ && !valid)
+            counter("strata_instance_lease_expired_total",
+                    "Times this instance stopped writing because the group had not confirmed it a member lately")
+                .inc();
+        held_ = valid;
+    }
+
+    /// @brief The offsets a commit of `ts` carries.
+    template <committable_task T>
+    [[nodiscard]] std::vector<offset_to_commit> offsets_of(const std::vector<T*>& ts) const {
+        std::vector<offset_to_commit> out;
+        const std::int64_t wall = o_.wall_ms();
+        for (const T* t : ts) {
+            for (std::size_t i = 0; i < o_.input_topics.size() && i < t->next_offsets.size(); ++i) {
+                if (t->next_offsets[i] < 0) continue;  // nothing read of it yet
+                const std::int64_t time = i < t->partition_times.size() ? t->partition_times[i] : -1;
+                out.push_back({o_.input_topics[i], t->partition(), t->next_offsets[i],
+                               encode_commit_metadata({time, o_.instance, wall})});
+            }
+        }
+        return out;
+    }
+
+    /// @brief Commits the work of the running tasks `ts`.
+    template <committable_task T>
+    commit_outcome commit(const std::vector<T*>& ts) {
+        if (!may_write()) return commit_outcome::held;
+        bool work = false;
+        for (const T* t : ts) work = work || t->uncommitted != 0;
+        if (!work) return commit_outcome::nothing_to_commit;
+        const time_point start = o_.now();
+        for (T* t : ts) t->flush_stores();
+        const std::vector<offset_to_commit> offsets = offsets_of(ts);
+        if (!o_.exactly_once) {
+            port_->flush_output();
+            if (!offsets.empty()) {
+                const time_point sent = o_.now();
+                if (port_->commit_to_group(offsets) == group_answer::rebalancing) {
+                    counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
+                    return commit_outcome::refused;
+                }
+                lease_.confirmed(sent);
+            }
+        } else {
+            if (port_->commit_transaction(offsets) == transaction_end::aborted) {
+                counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
+                port_->begin_transaction();
+                return commit_outcome::aborted;
+            }
+            port_->begin_transaction();
+            for (T* t : ts) t->commit_self_checkpointing_stores();
+        }
+        const double seconds = std::chrono::duration<double>(o_.now() - start).count();
+        for (T* t : ts) {
+            t->uncommitted = 0;
+            const metrics::labels l{{"task", std::string(t->id())}};
+            registry_->counter_for("strata_task_commits_total", "Commits of a task", l).inc();
+            registry_->histogram_for("strata_task_commit_seconds", "Latency of a task's commits", l).observe(seconds);
+        }
+        return commit_outcome::committed;
+    }
+
+    [[nodiscard]] const lease& current_lease() const noexcept { return lease_; }
+
+private:
+    metrics::counter& counter(std::string_view name, std::string_view help) {
+        return registry_->counter_for(name, help, {{"instance", o_.instance}});
+    }
+
+    committer_options o_;
+    commit_port* port_;
+    metrics::registry* registry_;
+    lease lease_;
+    time_point next_lease_try_{};
+    bool held_ = false;  // the lease was valid when keep_lease() last looked
+};
+
+}  // namespace strata::runtime::detail

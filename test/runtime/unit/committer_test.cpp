@@ -1,0 +1,226 @@
+// The committer alone (detail/committer.hpp), against a fake commit port
+// that records every call and a clock the test moves: the order of a
+// commit's steps under each guarantee, what it carries, the lease, and
+// what a refused, aborted or fenced commit leaves behind.
+
+#include <catch2/catch.hpp>
+
+#include <strata/metrics/registry.hpp>
+#include <strata/runtime/detail/committer.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace strata::runtime::detail;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fake_task {
+    std::int32_t p = 0;
+    std::vector<std::string>* calls = nullptr;
+    std::vector<std::int64_t> next_offsets;
+    std::vector<std::int64_t> partition_times;
+    std::uint64_t uncommitted = 0;
+
+    [[nodiscard]] std::int32_t partition() const { return p; }
+    [[nodiscard]] std::string id() const { return std::to_string(p); }
+    void flush_stores() { calls->push_back("flush stores " + id()); }
+    void commit_self_checkpointing_stores() { calls->push_back("store commits " + id()); }
+};
+static_assert(committable_task<fake_task>);
+
+struct fake_port final : commit_port {
+    std::vector<std::string> calls;
+    std::vector<std::vector<offset_to_commit>> committed;
+    group_answer answer = group_answer::accepted;
+    bool group_throws = false;
+    transaction_end end = transaction_end::committed;
+    bool fenced = false;
+    std::chrono::milliseconds commit_takes{0};
+    std::chrono::steady_clock::time_point* now = nullptr;
+
+    void flush_output() override { calls.push_back("flush output"); }
+    group_answer commit_to_group(const std::vector<offset_to_commit>& o) override {
+        calls.push_back("commit to group");
+        *now += commit_takes;
+        if (group_throws) throw std::runtime_error("coordinator away");
+        if (answer == group_answer::accepted) committed.push_back(o);
+        return answer;
+    }
+    transaction_end commit_transaction(const std::vector<offset_to_commit>& o) override {
+        calls.push_back("commit transaction");
+        if (fenced) throw std::runtime_error("fenced");
+        if (end == transaction_end::committed) committed.push_back(o);
+        return end;
+    }
+    void begin_transaction() override { calls.push_back("begin"); }
+};
+
+struct fixture {
+    std::chrono::steady_clock::time_point now{std::chrono::hours(1)};
+    fake_port port;
+    strata::metrics::registry reg;
+    fake_task t0, t1;
+
+    explicit fixture(bool exactly_once) {
+        port.now = &now;
+        t0 = {0, &port.calls, {10, -1}, {1000, -1}, 0};
+        t1 = {1, &port.calls, {-1, -1}, {-1, -1}, 0};
+        o.exactly_once = exactly_once;
+        o.instance = "a";
+        o.input_topics = {"in", "other"};
+        o.session_timeout = 6'000ms;
+        o.lease_topic = "coordination";
+        o.now = [this] { return now; };
+        o.wall_ms = [] { return std::int64_t{1'700'000'000'000}; };
+    }
+    committer_options o;
+    committer make() { return committer(o, port, reg); }
+    std::uint64_t count(const char* name, strata::metrics::labels l) { return reg.counter_for(name, "", l).value(); }
+};
+
+}  // namespace
+
+TEST_CASE("committer: at-least-once commits nothing before the lease, then flushes stores and outputs before the offsets",
+          "[runtime][committer]") {
+    fixture f(false);
+    committer c = f.make();
+    f.t0.uncommitted = 3;
+    const std::vector<fake_task*> ts{&f.t0, &f.t1};
+    CHECK_FALSE(c.may_write());
+    CHECK(c.commit(ts) == commit_outcome::held);
+    CHECK(f.port.calls.empty());
+
+    c.keep_lease();  // the lease commit
+    REQUIRE(c.may_write());
+    f.port.calls.clear();
+    f.port.committed.clear();
+    CHECK(c.commit(ts) == commit_outcome::committed);
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "flush stores 1", "flush output", "commit to group"});
+    REQUIRE(f.port.committed.size() == 1);
+    const std::vector<offset_to_commit>& sent = f.port.committed[0];
+    REQUIRE(sent.size() == 1);  // only what a task has read
+    CHECK(sent[0].topic == "in");
+    CHECK(sent[0].partition == 0);
+    CHECK(sent[0].offset == 10);
+    const commit_metadata m = decode_commit_metadata(sent[0].metadata);
+    CHECK(m.partition_time == 1000);
+    CHECK(m.committed_by == "a");
+    CHECK(m.commit_ms == 1'700'000'000'000);
+    CHECK(f.t0.uncommitted == 0);
+    CHECK(f.count("strata_task_commits_total", {{"task", "0"}}) == 1);
+
+    f.port.calls.clear();
+    CHECK(c.commit(ts) == commit_outcome::nothing_to_commit);  // no new work
+    CHECK(f.port.calls.empty());
+}
+
+TEST_CASE("committer: an accepted commit renews the lease from when it was sent, a refused one does not",
+          "[runtime][committer]") {
+    fixture f(false);
+    committer c = f.make();
+    c.keep_lease();
+    const auto first = c.current_lease().until();
+    CHECK(first == f.now + 6'000ms - 1'200ms);  // a session less a fifth
+
+    f.now += 3'000ms;
+    f.port.commit_takes = 500ms;  // the answer comes late: the lease runs from the request
+    const auto sent = f.now;
+    f.t0.uncommitted = 1;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::committed);
+    CHECK(c.current_lease().until() == sent + 4'800ms);
+
+    f.now += 1'000ms;
+    f.port.answer = group_answer::rebalancing;
+    f.t0.uncommitted = 2;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::refused);
+    CHECK(f.t0.uncommitted == 2);  // goes with the next commit, or is processed again
+    CHECK(c.current_lease().until() == sent + 4'800ms);
+    CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
+}
+
+TEST_CASE("committer: the lease is renewed with a third of a session left, retried when refused, and runs out",
+          "[runtime][committer]") {
+    fixture f(false);
+    committer c = f.make();
+    c.keep_lease();
+    const auto until = c.current_lease().until();
+    f.port.calls.clear();
+    f.now = until - 2'001ms;  // more than a third left: nothing to do
+    c.keep_lease();
+    CHECK(f.port.calls.empty());
+
+    f.now = until - 2'000ms;
+    f.port.group_throws = true;  // the coordinator is away
+    c.keep_lease();
+    CHECK(f.port.calls.size() == 1);
+    c.keep_lease();  // retried only 50 ms later
+    CHECK(f.port.calls.size() == 1);
+    f.now += 50ms;
+    f.port.group_throws = false;
+    f.port.answer = group_answer::rebalancing;
+    c.keep_lease();
+    CHECK(f.port.calls.size() == 2);
+    CHECK(c.may_write());
+
+    f.now = until;  // still refused when it runs out
+    c.keep_lease();
+    CHECK_FALSE(c.may_write());
+    CHECK(f.count("strata_instance_lease_expired_total", {{"instance", "a"}}) == 1);
+    f.t0.uncommitted = 1;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::held);
+
+    c.new_membership();
+    f.port.answer = group_answer::accepted;
+    c.keep_lease();
+    CHECK(c.may_write());
+}
+
+TEST_CASE("committer: a punctuation's writes are committed though no record was read", "[runtime][committer]") {
+    for (const bool eos : {false, true}) {
+        INFO("exactly-once: " << eos);
+        fixture f(eos);
+        committer c = f.make();
+        c.keep_lease();
+        f.port.calls.clear();
+        f.t1.uncommitted = 1;  // a punctuation ran; nothing was read
+        CHECK(c.commit(std::vector<fake_task*>{&f.t1}) == commit_outcome::committed);
+        CHECK(f.port.calls.front() == "flush stores 1");
+        if (eos) CHECK(f.port.calls[1] == "commit transaction");  // the store writes' transaction ends
+        else CHECK(f.port.calls == std::vector<std::string>{"flush stores 1", "flush output"});  // no offsets to commit
+        CHECK(f.t1.uncommitted == 0);
+    }
+}
+
+TEST_CASE("committer: exactly-once commits the transaction, opens the next, then lets the stores commit",
+          "[runtime][committer]") {
+    fixture f(true);
+    committer c = f.make();
+    CHECK(c.may_write());  // fencing guards it, not a lease
+    f.t0.uncommitted = 5;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::committed);
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "flush stores 1", "commit transaction", "begin",
+                                                   "store commits 0", "store commits 1"});
+    REQUIRE(f.port.committed.size() == 1);
+    CHECK(f.port.committed[0].size() == 1);
+    CHECK(f.t0.uncommitted == 0);
+}
+
+TEST_CASE("committer: an aborted transaction asks for a rebuild; a fenced producer throws", "[runtime][committer]") {
+    fixture f(true);
+    committer c = f.make();
+    f.t0.uncommitted = 5;
+    f.port.end = transaction_end::aborted;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::aborted);
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "commit transaction", "begin"});  // no store commits
+    CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
+    CHECK(f.count("strata_task_commits_total", {{"task", "0"}}) == 0);
+
+    f.port.calls.clear();
+    f.port.fenced = true;
+    CHECK_THROWS(c.commit(std::vector<fake_task*>{&f.t0}));
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "commit transaction"});  // nothing begins
+}
