@@ -40,6 +40,7 @@
 #include <strata/runtime/detail/kafka_commit_port.hpp>
 #include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/reaper.hpp>
+#include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
@@ -81,7 +82,7 @@ namespace strata::runtime {
 using task_maker = std::function<std::shared_ptr<task>(std::int32_t partition, output& out)>;
 
 /// @brief One running copy of an application; see the file comment.
-class instance {
+class instance : private detail::task_host<task> {
 public:
     /// @param reg the registry metrics go to (it must outlive the instance)
     instance(application_config config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
@@ -92,6 +93,7 @@ public:
             (void)::gethostname(host, sizeof host - 1);
             config_.instance_id = std::string(host) + "-" + std::to_string(::getpid());
         }
+        tasks_.emplace(static_cast<detail::task_host<task>&>(*this), reg, config_.instance_id);
     }
 
     instance(const instance&) = delete;
@@ -201,11 +203,11 @@ public:
         try {
             queries_.set_running(false);  // no query waits for what closes now
             if (!failed_) {
-                commit(running_tasks());
-                close_all(true);
+                commit(tasks_->running());
+                tasks_->close_all(!failed_);
             } else {
                 abandon_transaction();
-                close_all(false);
+                tasks_->close_all(false);
             }
             publish_status(true);  // withdrawn: the leader moves its tasks at once
             if (!failed_) decide_once_more();
@@ -214,7 +216,7 @@ public:
             if (!failure) failure = std::current_exception();
             failed_ = true;
             queries_.set_running(false);
-            close_all(false);
+            tasks_->close_all(false);
         }
         try {
             (void)rd_kafka_consumer_close(consumer_->get());  // leaves the group at once
@@ -446,7 +448,7 @@ private:
         check_reachable();
         coordinate();
         start_restored();
-        if (index_dirty_) publish_tasks();
+        if (tasks_->take_state_changed()) publish_tasks();
         producer_->poll();
         const std::uint64_t acked = writer_->acknowledged();
         if (acked != acknowledged_) {
@@ -473,10 +475,10 @@ private:
         hold_inputs(false);
         poll_records();
         const auto now = clock::now();
-        for (auto& [p, t] : tasks_)
-            if (t->state() == task_state::running && t->punctuate(now)) ++t->uncommitted;  // committed like records
+        for (task* t : tasks_->running())
+            if (t->punctuate(now)) ++t->uncommitted;  // committed like records
         if (now >= next_commit) {
-            commit(running_tasks());
+            commit(tasks_->running());
             next_commit = clock::now() + interval;
             publish_lag();
         }
@@ -492,7 +494,7 @@ private:
     void hold_inputs(bool hold) {
         if (hold == inputs_held_) return;
         inputs_held_ = hold;
-        for (const auto& [p, t] : tasks_) {
+        for (const auto& [p, t] : tasks_->active()) {
             if (!t->inputs_assigned) continue;
             const kafka::unique_partition_list l = inputs_of(p);
             if (hold) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());
@@ -567,15 +569,8 @@ private:
                                          " was fenced more than 10 times within a minute: is another process "
                                          "running with instance id " + config_.instance_id + "?",
                                      RD_KAFKA_RESP_ERR__FENCED);
-        std::vector<std::int32_t> ps;
-        for (const auto& [p, t] : tasks_) ps.push_back(p);
-        for (std::int32_t p : ps) release(p, false);
-        while (!standbys_.empty()) {
-            const auto it = standbys_.begin();
-            close(*it->second, false);
-            reaper_->dispose(std::move(it->second));
-            standbys_.erase(it);
-        }
+        tasks_->release_all();
+        tasks_->drop_standbys();
         // The restore thread holds no task now: the producer can change.
         eos_.reset();
         start_producer();
@@ -586,7 +581,7 @@ private:
     }
 
     void poll_records() {
-        const int wait_ms = has_running() ? 10 : 50;
+        const int wait_ms = tasks_->has_running() ? 10 : 50;
         rd_kafka_t* rk = consumer_->get();
         for (std::size_t n = 0; n < config_.max_poll_records; ++n) {
             const kafka::unique_message m(rd_kafka_consumer_poll(rk, n == 0 ? wait_ms : 0));
@@ -598,11 +593,11 @@ private:
             }
             unreachable_since_.reset();
             last_contact_ = clock::now();
-            const auto it = tasks_.find(m->partition);
+            const auto it = tasks_->active().find(m->partition);
             // Only running tasks have their input assigned; a record of
             // another task is left over from an assignment just given back.
             // (The coordination partition is paused and never delivers.)
-            if (it == tasks_.end() || it->second->state() != task_state::running) continue;
+            if (it == tasks_->active().end() || it->second->state() != task_state::running) continue;
             const std::optional<std::size_t> topic = topic_index(rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
@@ -653,19 +648,6 @@ private:
         return std::nullopt;
     }
 
-    [[nodiscard]] bool has_running() const {
-        for (const auto& [p, t] : tasks_)
-            if (t->state() == task_state::running) return true;
-        return false;
-    }
-
-    [[nodiscard]] std::vector<task*> running_tasks() const {
-        std::vector<task*> r;
-        for (const auto& [p, t] : tasks_)
-            if (t->state() == task_state::running) r.push_back(t.get());
-        return r;
-    }
-
     // ------------------------------------------------------- coordination --
 
     /// Reads the coordination topic, decides as leader, and acts on the
@@ -678,6 +660,7 @@ private:
         lead(now);
         if (changed || rejoined || waiting_for_release_ || act_again_) act();
         if (changed) publish_metadata();
+        if (tasks_->take_set_changed()) status_dirty_ = true;
         if (status_dirty_ || now >= next_status_) publish_status(false);
     }
 
@@ -717,8 +700,7 @@ private:
 
     /// Hands queries the tasks as they are now.
     void publish_tasks() {
-        queries_.publish_tasks(tasks_, standbys_);
-        index_dirty_ = false;
+        queries_.publish_tasks(tasks_->active(), tasks_->standbys());
     }
 
     /// The leader (see detail/leader.hpp): claims its epoch, watches the
@@ -778,9 +760,8 @@ private:
         const std::optional<assignment>& latest = reader_->state().latest();
         if (!latest) return;
         const assignment& a = *latest;
-        detail::local_tasks mine{config_.instance_id, member_id_, {}, {}};
-        for (const auto& [p, t] : tasks_) mine.active.insert(p);
-        for (const auto& [p, t] : standbys_) mine.standbys.insert(p);
+        const detail::local_tasks mine{config_.instance_id, member_id_, tasks_->active_partitions(),
+                                       tasks_->standby_partitions()};
         const detail::handoff_plan plan = detail::plan_handoff(a, reader_->state(), mine);
         waiting_for_release_ = !plan.wait.empty();
         act_again_ = false;
@@ -788,19 +769,14 @@ private:
         // Release first, with one commit for all of them (none when the
         // decision is not for this membership: such a commit is refused).
         if (!plan.release.empty()) {
-            if (plan.member) commit(running_tasks());
+            if (plan.member) commit(tasks_->running());
             else abandon_and_begin();
-            for (std::int32_t p : plan.release) release(p, plan.member);
+            for (std::int32_t p : plan.release) tasks_->release(p, plan.member && !failed_);
         }
         if (!plan.member) return;
         for (std::int32_t p : plan.start) start_task(p, a);
-        for (std::int32_t p : plan.add_standby) start_standby(p);
-        for (std::int32_t p : plan.drop_standby) {
-            close(*standbys_.at(p), false);
-            reaper_->dispose(std::move(standbys_.at(p)));
-            standbys_.erase(p);
-            status_dirty_ = true;
-        }
+        for (std::int32_t p : plan.add_standby) tasks_->start_standby(p);
+        for (std::int32_t p : plan.drop_standby) tasks_->drop_standby(p);
         if (acted_ != a.id()) {
             acted_ = a.id();
             status_dirty_ = true;
@@ -819,8 +795,8 @@ private:
         s.acted_epoch = acted_.epoch;
         s.acted_version = acted_.version;
         s.withdrawn = withdrawn;
-        for (const auto& [p, t] : tasks_) s.active.push_back(p);
-        for (const auto& [p, t] : standbys_)
+        for (const auto& [p, t] : tasks_->active()) s.active.push_back(p);
+        for (const auto& [p, t] : tasks_->standbys())
             if (const std::int64_t lag = t->standby_lag(); lag >= 0) s.standbys.push_back({p, lag});
         writer_->publish(s);
         status_dirty_ = false;
@@ -836,33 +812,15 @@ private:
         return l;
     }
 
-    /// Takes task p: a standby of it is promoted, else it is built anew. Its
-    /// input partitions are assigned once it has restored (start_restored).
+    /// Takes task p (detail/task_manager.hpp). Its input partitions are
+    /// assigned once it has restored (start_restored).
     void start_task(std::int32_t p, const assignment& a) {
-        // What the restore thread reads of the task is set before it may see it.
-        const auto prepare = [&](task& t) {
+        tasks_->start(p, [&](task& t) {
             t.fence = predecessors_to_fence(a);
             t.timeline = {};
             t.timeline.noticed_ms = a.noticed_ms;
             t.timeline.assigned_ms = wall_clock_ms();
-        };
-        std::shared_ptr<task> t;
-        if (const auto s = standbys_.find(p); s != standbys_.end()) {
-            std::shared_ptr<task> standby = std::move(s->second);
-            standbys_.erase(s);
-            prepare(*standby);  // a standby's restore touches neither
-            if (restorer_->promote(*standby)) t = std::move(standby);  // a warm copy: only its lag is restored
-            else close(*standby, false);
-        }
-        const bool promoted = t != nullptr;
-        if (!promoted) {
-            t = make_(p, *output_);
-            prepare(*t);
-        }
-        tasks_.emplace(p, t);
-        transition(*t, task_state::restoring);
-        if (!promoted) restorer_->add(std::move(t));
-        status_dirty_ = true;
+        });
     }
 
     /// Under exactly-once, the producers to fence before task p restores
@@ -931,27 +889,27 @@ private:
         }
     }
 
-    void start_standby(std::int32_t p) {
-        std::shared_ptr<task> t = make_(p, *output_);
-        standbys_.emplace(p, t);
-        transition(*t, task_state::standby);
-        restorer_->add_standby(std::move(t));
-        status_dirty_ = true;
+    // The task manager's host (detail/task_manager.hpp):
+
+    std::shared_ptr<task> make_task(std::int32_t p) override { return make_(p, *output_); }
+    void restore(std::shared_ptr<task> t) override { restorer_->add(std::move(t)); }
+    void keep_current(std::shared_ptr<task> t) override { restorer_->add_standby(std::move(t)); }
+    bool promote(task& standby) override { return restorer_->promote(standby); }
+    void dispose(std::shared_ptr<task> t) override { reaper_->dispose(std::move(t)); }
+
+    /// With `clean`, after a commit, the checkpoint records what the stores
+    /// hold (under at-least-once their flush wrote it already).
+    void close_stores(task& t, bool clean) override {
+        restorer_->cancel(t);
+        if (clean && config_.guarantee == processing_guarantee::exactly_once) {
+            const std::lock_guard lock(t.mutex());
+            for (const auto& s : t.stores())
+                if (auto* log = s->changelog(); log != nullptr && s->persistent()) s->save_checkpoint(log->flush());
+        }
+        t.close_stores();
     }
 
-    /// Lets go of task p: after a commit (`clean`), its stores are closed
-    /// with a checkpoint; without, as they are. Its input partitions are unassigned.
-    void release(std::int32_t p, bool clean) {
-        const auto it = tasks_.find(p);
-        if (it == tasks_.end()) return;
-        close(*it->second, clean && it->second->state() == task_state::running && !failed_);
-        unassign_inputs(*it->second);
-        reaper_->dispose(std::move(it->second));
-        tasks_.erase(it);
-        status_dirty_ = true;
-    }
-
-    void unassign_inputs(task& t) {
+    void unassign_inputs(task& t) override {
         if (!t.inputs_assigned) return;
         const kafka::unique_partition_list inputs = inputs_of(t.partition());
         kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()), "unassign the input of task " + t.id());
@@ -999,8 +957,7 @@ private:
     /// Starts the tasks the restore thread has finished with.
     void start_restored() {
         for (std::shared_ptr<task>& t : restorer_->take_ready()) {
-            const auto it = tasks_.find(t->partition());
-            if (it == tasks_.end() || it->second != t) continue;  // released meanwhile
+            if (!tasks_->holds(t)) continue;  // released meanwhile
             if (config_.guarantee == processing_guarantee::exactly_once && t->may_run_ahead_of_commits()) {
                 // From now on the local state runs ahead of what is committed:
                 // without a checkpoint, a crash wipes it (see build()). Stores
@@ -1024,7 +981,7 @@ private:
             if (const std::int64_t resumed = *std::max_element(t->partition_times.begin(), t->partition_times.end());
                 resumed >= 0)
                 t->resume_stream_time(resumed);
-            transition(*t, task_state::running);
+            tasks_->started(*t);
             t->start();
         }
     }
@@ -1032,8 +989,8 @@ private:
     /// Sets each running task's consumer lag (records between its position
     /// and the end of each input partition, as of the last fetch: no request).
     void publish_lag() {
-        for (auto& [p, t] : tasks_) {
-            if (t->state() != task_state::running) continue;
+        for (task* t : tasks_->running()) {
+            const std::int32_t p = t->partition();
             if (t->lag_gauges.empty())
                 for (const std::string& topic : config_.input_topics)
                     t->lag_gauges.push_back(&registry_->gauge_for(
@@ -1125,9 +1082,7 @@ private:
         counter("strata_instance_membership_lost_total", "Times the group dropped this instance").inc();
         status_dirty_ = true;
         abandon_and_begin();
-        std::vector<std::int32_t> ps;
-        for (const auto& [p, t] : tasks_) ps.push_back(p);
-        for (std::int32_t p : ps) release(p, false);
+        tasks_->release_all();
     }
 
     /// Aborts the open transaction (if any) and opens the next one.
@@ -1135,54 +1090,6 @@ private:
         if (!eos_) return;
         abandon_transaction();
         eos_->begin();
-    }
-
-    /// Closes a task: with `clean`, after a commit, its checkpoint records
-    /// what the stores hold; without, the stores are closed as they are.
-    void close(task& t, bool clean) {
-        restorer_->cancel(t);
-        if (clean && config_.guarantee == processing_guarantee::exactly_once) {
-            const std::lock_guard lock(t.mutex());
-            for (const auto& s : t.stores())
-                if (auto* log = s->changelog(); log != nullptr && s->persistent()) s->save_checkpoint(log->flush());
-        }
-        t.close_stores();
-        transition(t, task_state::closed);
-    }
-
-    /// Moves a task to state s, and the state gauges with it: per task
-    /// (1 for its current state) and per instance (tasks in each state).
-    void transition(task& t, task_state s) {
-        t.set_state(s);
-        index_dirty_ = true;
-        for (task_state each : {task_state::restoring, task_state::running, task_state::standby}) {
-            registry_->gauge_for("strata_task_state", "1 for the state a task is in, 0 for the others",
-                                 {{"task", t.id()}, {"state", to_string(each)}})
-                .set(each == s ? 1 : 0);
-            double n = 0;
-            for (const auto& [p, other] : tasks_) n += other->state() == each ? 1 : 0;
-            for (const auto& [p, other] : standbys_) n += other->state() == each ? 1 : 0;
-            registry_->gauge_for("strata_instance_tasks", "Tasks of this instance, by state",
-                                 {{"instance", config_.instance_id}, {"state", to_string(each)}})
-                .set(n);
-        }
-    }
-
-    void close_all(bool clean) {
-        std::vector<std::int32_t> ps;
-        for (const auto& [p, t] : tasks_) ps.push_back(p);
-        for (std::int32_t p : ps) {
-            task& t = *tasks_.at(p);
-            close(t, clean && t.state() == task_state::running && !failed_);
-            reaper_->dispose(std::move(tasks_.at(p)));
-            tasks_.erase(p);
-        }
-        while (!standbys_.empty()) {
-            const auto it = standbys_.begin();
-            close(*it->second, false);
-            reaper_->dispose(std::move(it->second));
-            standbys_.erase(it);
-        }
     }
 
     // ------------------------------------------------------------ commits --
@@ -1195,18 +1102,7 @@ private:
     /// After an aborted transaction: every running task is rebuilt from its
     /// changelog, and resumes from its committed input offsets.
     void rebuild_after_abort() {
-        for (auto& [p, t] : tasks_) {
-            if (t->state() != task_state::running) continue;
-            t->close_stores();
-            transition(*t, task_state::closed);
-            unassign_inputs(*t);  // assigned again, at the committed offsets, once rebuilt
-            reaper_->dispose(t);
-            std::shared_ptr<task> fresh = make_(p, *output_);
-            fresh->timeline.assigned_ms = wall_clock_ms();
-            t = fresh;
-            transition(*fresh, task_state::restoring);
-            restorer_->add(std::move(fresh));
-        }
+        tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
     }
 
     void abandon_transaction() noexcept {
@@ -1254,8 +1150,7 @@ private:
     detail::reaper* reaper_ = nullptr;
     kafka::client* offsets_ = nullptr;      // looks up committed offsets and stable ends (restore thread)
     kafka::client* uncommitted_ = nullptr;  // looks up high watermarks (restore thread)
-    std::map<std::int32_t, std::shared_ptr<task>> tasks_;     // active tasks, by partition
-    std::map<std::int32_t, std::shared_ptr<task>> standbys_;  // standby tasks, by partition
+    std::optional<detail::task_manager<task>> tasks_;  // active and standby tasks
     std::optional<clock::time_point> unreachable_since_;
     clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
     clock::time_point next_probe_{};
@@ -1265,7 +1160,6 @@ private:
     std::mutex topics_mutex_;
     std::set<std::string> ensured_;
     query_index queries_;
-    bool index_dirty_ = false;  // tasks_ or standbys_ changed since queries last saw them
 
     // Coordination (processing thread):
     std::string member_id_;            // this instance's membership of the group, "" while it has none
