@@ -7,6 +7,7 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -32,7 +33,7 @@ namespace strata::kafka {
 struct topic_options {
     std::string bootstrap_servers{};       ///< e.g. "127.0.0.1:9092"
     std::int32_t partitions = 1;           ///< one per input partition
-    std::int16_t replication_factor = 1;   ///< 3 in production; 1 for a single test broker
+    std::int16_t replication_factor = 1;   ///< 3 in production; 1 for a single test broker; -1: the broker's default
     /// Topic configs added at creation, e.g. {"segment.ms", "100"}; cleanup.policy
     /// is `compact` unless given here.
     settings topic_configs{};
@@ -202,6 +203,24 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
                                   "cleanup.policy=compact) or choose another name");
     }
     return topic_status::existed;
+}
+
+/// @brief The fewest replicas any partition of `topic` has (what a
+/// replication factor of -1, the broker's default, came to).
+inline int replication_of(const std::string& topic, const topic_options& o) {
+    const client admin = detail::admin_client(o);
+    const unique_topic rkt(rd_kafka_topic_new(admin.get(), topic.c_str(), nullptr));
+    const rd_kafka_metadata_t* md = nullptr;
+    check(rd_kafka_metadata(admin.get(), 0, rkt.get(), &md, timeout_ms(o.timeout)), "describe topic " + topic);
+    const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
+    if (md->topic_cnt != 1) throw kafka_error("describe topic " + topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    check(md->topics[0].err, "describe topic " + topic);
+    int fewest = 0;
+    for (int i = 0; i < md->topics[0].partition_cnt; ++i) {
+        const int n = md->topics[0].partitions[i].replica_cnt;
+        fewest = i == 0 ? n : std::min(fewest, n);
+    }
+    return fewest;
 }
 
 /// @brief `ensure_topic(changelog_topic_name(application, store), o)`.

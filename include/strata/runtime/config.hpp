@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,10 +95,17 @@ struct application_config {
     /// Where `bad_record_action::dead_letter` writes. Empty: `<application_id>-dead-letters`.
     std::string dead_letter_topic{};
 
-    /// Changelog topics are created with one partition per input partition,
-    /// compacted, with this replication factor and these extra configs.
-    std::int16_t changelog_replication_factor = 1;
+    /// The topics the runtime creates (changelogs, with one partition per
+    /// input partition, compacted; the coordination and dead-letter topics)
+    /// get this replication factor; -1, the default, is the broker's
+    /// (default.replication.factor). A topic with one replica loses what it
+    /// holds with its broker's disk: the runtime warns (on_warning).
+    std::int16_t changelog_replication_factor = -1;
     kafka::settings changelog_topic_configs{};
+
+    /// Where the runtime's warnings go (a topic with one replica, say).
+    /// Empty: standard error, one line each.
+    std::function<void(const std::string&)> on_warning{};
 
     kafka::settings consumer_settings{};  ///< librdkafka settings of the group consumer, passed through
     kafka::settings producer_settings{};  ///< librdkafka settings of the instance's producer, passed through

@@ -40,7 +40,9 @@
 #include <strata/runtime/detail/kafka_commit_port.hpp>
 #include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/reaper.hpp>
+#include <strata/runtime/detail/takeover.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
+#include <strata/runtime/detail/topics.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
@@ -128,9 +130,9 @@ public:
     void run() {
         state_directory dir(config_.state_dir, config_.application_id);
         dir_ = &dir;
-        partitions_ = check_inputs();
+        partitions_ = topics_.check_inputs();
         const std::string coordination = coordination_topic_name(config_.application_id);
-        ensure_coordination_topic(coordination);
+        topics_.ensure_coordination(coordination);
         detail::coordination_reader reader(config_.bootstrap_servers, coordination, config_.consumer_settings);
         reader_ = &reader;
         started_ms_ = wall_clock_ms();
@@ -144,9 +146,9 @@ public:
         start_producer();
         output out(producer_);
         output_ = &out;
-        if (config_.on_bad_record == bad_record_action::dead_letter) ensure_dead_letter_topic();
+        if (config_.on_bad_record == bad_record_action::dead_letter) topics_.ensure_dead_letters();
         task_environment env{&config_, producer_, registry_,
-                             [this](std::string_view store) { return ensure_changelog(store); }};
+                             [this](std::string_view store) { return topics_.ensure_changelog(store); }};
         env_ = &env;
         detail::group_watch watch(config_.bootstrap_servers, config_.application_id, config_.broker_timeout);
         watch_ = &watch;
@@ -167,28 +169,10 @@ public:
         co.lease_topic = coordination;
         detail::committer committer(std::move(co), commit_port, *registry_);
         committer_ = &committer;
-        // Committed offsets are looked up by a consumer of the group's id
-        // that never joins it: the member's own lookups can wait while the
-        // group rebalances, which is when a task taken over needs one (a
-        // failover's restore took 700 ms with nothing to restore).
-        kafka::conf offsets_conf;
-        offsets_conf.set("bootstrap.servers", config_.bootstrap_servers);
-        offsets_conf.set(config_.consumer_settings);
-        offsets_conf.set("group.id", config_.application_id);
-        offsets_conf.set("enable.auto.commit", "false");
-        offsets_conf.set("isolation.level", "read_committed");
-        kafka::client offsets(RD_KAFKA_CONSUMER, std::move(offsets_conf));
-        offsets_ = &offsets;
-        // The changelogs' high watermarks, beside offsets' stable ends (see await_stable_changelogs).
-        kafka::conf uncommitted_conf;
-        uncommitted_conf.set("bootstrap.servers", config_.bootstrap_servers);
-        uncommitted_conf.set(config_.consumer_settings);
-        uncommitted_conf.set("isolation.level", "read_uncommitted");
-        kafka::client uncommitted(RD_KAFKA_CONSUMER, std::move(uncommitted_conf));
-        uncommitted_ = &uncommitted;
+        detail::takeover takeover(config_, *registry_);
         detail::reaper reaper;  // declared before the restorer: outlives it
         reaper_ = &reaper;
-        restorer r([this](task& t) { build(t); }, [this](task& t) { look_up_committed(t); }, *registry_, on_restore_,
+        restorer r([this](task& t) { build(t); }, [&takeover](task& t) { takeover.prepare(t); }, *registry_, on_restore_,
                    config_.restore_batch_records);
         restorer_ = &r;
 
@@ -225,8 +209,6 @@ public:
         }
         r.stop();
         restorer_ = nullptr;
-        offsets_ = nullptr;
-        uncommitted_ = nullptr;
         reaper_ = nullptr;  // the reaper finishes its work when run() returns
         consumer_.reset();
         watch_ = nullptr;
@@ -292,71 +274,6 @@ private:
         std::array<char, 17> hex{};
         (void)std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(r));
         return hex.data();
-    }
-
-    kafka::topic_options topic_options(std::int32_t partitions) const {
-        kafka::topic_options o;
-        o.bootstrap_servers = config_.bootstrap_servers;
-        o.partitions = partitions;
-        o.replication_factor = config_.changelog_replication_factor;
-        o.topic_configs = config_.changelog_topic_configs;
-        o.timeout = config_.broker_timeout;
-        return o;
-    }
-
-    kafka::client admin() const {
-        kafka::conf c;
-        c.set("bootstrap.servers", config_.bootstrap_servers);
-        return kafka::client(RD_KAFKA_PRODUCER, std::move(c));
-    }
-
-    /// The partition count the input topics share.
-    std::int32_t check_inputs() {
-        const kafka::client a = admin();
-        std::int32_t count = -1;
-        for (const std::string& topic : config_.input_topics) {
-            const std::int32_t n = kafka::probe_topic(a.get(), config_.bootstrap_servers, topic, config_.broker_timeout);
-            if (count >= 0 && n != count)
-                throw usage_error("strata::runtime: input topics are not co-partitioned: " + config_.input_topics[0] +
-                                  " has " + std::to_string(count) + " partitions and " + topic + " has " +
-                                  std::to_string(n) + "; every input topic needs the same partition count");
-            count = n;
-        }
-        return count;
-    }
-
-    std::string ensure_changelog(std::string_view store) {
-        const std::lock_guard lock(topics_mutex_);
-        std::string topic = kafka::changelog_topic_name(config_.application_id, store);
-        if (ensured_.insert(topic).second) {
-            try {
-                (void)kafka::ensure_topic(topic, topic_options(partitions_));
-            } catch (...) {
-                ensured_.erase(topic);
-                throw;
-            }
-        }
-        return topic;
-    }
-
-    void ensure_coordination_topic(const std::string& topic) {
-        kafka::topic_options o = topic_options(1);
-        o.topic_configs = {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "0.1"}, {"segment.ms", "600000"}};
-        (void)kafka::ensure_topic(topic, o);
-    }
-
-    void ensure_dead_letter_topic() {
-        kafka::topic_options o = topic_options(partitions_);
-        o.topic_configs = {{"cleanup.policy", "delete"}};
-        o.require_compaction = false;
-        try {
-            (void)kafka::ensure_topic(config_.effective_dead_letter_topic(), o);
-        } catch (const changelog_error&) {
-            // An existing topic with another partition count is fine for dead letters.
-            const kafka::client a = admin();
-            (void)kafka::probe_topic(a.get(), config_.bootstrap_servers, config_.effective_dead_letter_topic(),
-                                     config_.broker_timeout);
-        }
     }
 
     void start_producer() {
@@ -496,7 +413,7 @@ private:
         inputs_held_ = hold;
         for (const auto& [p, t] : tasks_->active()) {
             if (!t->inputs_assigned) continue;
-            const kafka::unique_partition_list l = inputs_of(p);
+            const kafka::unique_partition_list l = detail::inputs_of(config_, p);
             if (hold) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());
             else (void)rd_kafka_resume_partitions(consumer_->get(), l.get());
         }
@@ -512,7 +429,7 @@ private:
             consumer_error(*m);
             return;
         }
-        if (m->rkt != nullptr && topic_index(rd_kafka_topic_name(m->rkt)))
+        if (m->rkt != nullptr && detail::input_index(config_, rd_kafka_topic_name(m->rkt)))
             (void)rd_kafka_seek(m->rkt, m->partition, m->offset, 1000);
     }
 
@@ -598,7 +515,7 @@ private:
             // another task is left over from an assignment just given back.
             // (The coordination partition is paused and never delivers.)
             if (it == tasks_->active().end() || it->second->state() != task_state::running) continue;
-            const std::optional<std::size_t> topic = topic_index(rd_kafka_topic_name(m->rkt));
+            const std::optional<std::size_t> topic = detail::input_index(config_, rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
             {
@@ -640,12 +557,6 @@ private:
         else if (now - *unreachable_since_ > config_.broker_timeout)
             throw kafka::kafka_error("no broker reachable for " + std::to_string(config_.broker_timeout.count()) + " ms",
                                      m.err, what);
-    }
-
-    [[nodiscard]] std::optional<std::size_t> topic_index(std::string_view topic) const {
-        for (std::size_t i = 0; i < config_.input_topics.size(); ++i)
-            if (config_.input_topics[i] == topic) return i;
-        return std::nullopt;
     }
 
     // ------------------------------------------------------- coordination --
@@ -805,13 +716,6 @@ private:
 
     // ---------------------------------------------------------- the tasks --
 
-    /// The input partitions of task p: partition p of every input topic.
-    [[nodiscard]] kafka::unique_partition_list inputs_of(std::int32_t p) const {
-        kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(config_.input_topics.size())));
-        for (const std::string& topic : config_.input_topics) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
-        return l;
-    }
-
     /// Takes task p (detail/task_manager.hpp). Its input partitions are
     /// assigned once it has restored (start_restored).
     void start_task(std::int32_t p, const assignment& a) {
@@ -828,65 +732,6 @@ private:
     [[nodiscard]] std::vector<detail::fence_target> predecessors_to_fence(const assignment& a) const {
         if (!eos_) return {};
         return detail::fence_targets(a, reader_->state(), config_.instance_id);
-    }
-
-    /// Fences the task's predecessors' producers (on the restore thread,
-    /// before the committed offsets are looked up): initialising a producer
-    /// with one's transactional id aborts the transaction it left open, or
-    /// waits until the one it was committing is complete, and makes every
-    /// later write of the old producer fail. After that nothing the old
-    /// owner does can change the task's offsets or changelogs, so the offsets
-    /// and the changelogs' ends read next agree (runtime-design I1, I3).
-    void fence_predecessors(const task& t) {
-        for (const detail::fence_target& f : t.fence) {
-            const std::string& incarnation = f.incarnation;
-            {
-                const std::lock_guard lock(fenced_mutex_);
-                if (fenced_.contains(incarnation)) continue;
-            }
-            const auto start = clock::now();
-            kafka::producer_options o;
-            o.bootstrap_servers = config_.bootstrap_servers;
-            o.extra = config_.producer_settings;
-            o.transactional_id = f.transactional_id;
-            o.extra["transaction.timeout.ms"] = std::to_string(config_.transaction_timeout.count());
-            { const kafka::exactly_once fence(std::move(o), config_.broker_timeout); }
-            registry_->histogram_for("strata_instance_fence_seconds",
-                                     "Time to fence the producer of an instance that may still write for a task",
-                                     {{"instance", config_.instance_id}})
-                .observe(std::chrono::duration<double>(clock::now() - start).count());
-            const std::lock_guard lock(fenced_mutex_);
-            fenced_.insert(incarnation);
-        }
-    }
-
-    /// Under exactly-once, waits until no transaction is open on the task's
-    /// changelog partitions. Its previous owner let go after a commit, or was
-    /// fenced; either way its last transaction is decided, but the markers
-    /// that end it reach each partition on their own time. A commit returns
-    /// before them, and the offsets of the transaction can be readable before
-    /// its changelog records are: a restore that stopped at an older stable
-    /// offset would miss what the offsets say was processed.
-    void await_stable_changelogs(const task& t) {
-        if (!eos_) return;
-        const auto deadline = clock::now() + config_.broker_timeout;
-        for (const auto& port : t.stores()) {
-            const kafka::kafka_changelog* log = port->changelog();
-            if (log == nullptr) continue;
-            for (;;) {
-                const std::int64_t stable =
-                    kafka::query_end_offset(offsets_->get(), log->topic(), log->partition(), config_.broker_timeout);
-                const std::int64_t high =
-                    kafka::query_end_offset(uncommitted_->get(), log->topic(), log->partition(), config_.broker_timeout);
-                if (stable >= high) break;
-                if (clock::now() > deadline)
-                    throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " + log->topic() + "[" +
-                                          std::to_string(log->partition()) + "]" +
-                                          " stayed open for " + std::to_string(config_.broker_timeout.count()) +
-                                          " ms after its writer let go of the task or was fenced");
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            }
-        }
     }
 
     // The task manager's host (detail/task_manager.hpp):
@@ -911,7 +756,7 @@ private:
 
     void unassign_inputs(task& t) override {
         if (!t.inputs_assigned) return;
-        const kafka::unique_partition_list inputs = inputs_of(t.partition());
+        const kafka::unique_partition_list inputs = detail::inputs_of(config_, t.partition());
         kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()), "unassign the input of task " + t.id());
         t.inputs_assigned = false;
     }
@@ -924,34 +769,6 @@ private:
         if (!std::filesystem::exists(t.checkpoint_path)) dir_->wipe_task(p);
         task_context ctx(*env_, p, dir_->task_dir(p), t.checkpoint_path);
         t.build(ctx);
-    }
-
-    /// Fences the task's predecessors, then looks up its committed input
-    /// offsets and when its previous owner committed (on the restore thread,
-    /// before the restore reads where the changelogs end).
-    void look_up_committed(task& t) {
-        fence_predecessors(t);
-        await_stable_changelogs(t);
-        const kafka::unique_partition_list l = inputs_of(t.partition());
-        kafka::check(rd_kafka_committed(offsets_->get(), l.get(), kafka::timeout_ms(config_.broker_timeout)),
-                     "look up the committed offsets of task " + t.id());
-        t.committed_offsets.assign(config_.input_topics.size(), RD_KAFKA_OFFSET_BEGINNING);
-        t.partition_times.assign(config_.input_topics.size(), -1);
-        for (int i = 0; i < l->cnt; ++i) {
-            const rd_kafka_topic_partition_t& e = l->elems[i];
-            kafka::check(e.err, "look up the committed offset of " + std::string(e.topic));
-            const std::size_t topic = topic_index(e.topic).value_or(0);
-            if (e.offset >= 0) t.committed_offsets[topic] = e.offset;
-            if (e.metadata == nullptr || e.metadata_size == 0) continue;
-            // Written by strata or by Kafka Streams (detail/commit_metadata.hpp).
-            const detail::commit_metadata m = detail::decode_commit_metadata(
-                std::string_view(static_cast<const char*>(e.metadata), e.metadata_size));
-            t.partition_times[topic] = m.partition_time;
-            if (!m.committed_by.empty()) {
-                t.timeline.previous_owner = m.committed_by;
-                t.timeline.previous_commit_ms = std::max(t.timeline.previous_commit_ms, m.commit_ms);
-            }
-        }
     }
 
     /// Starts the tasks the restore thread has finished with.
@@ -969,7 +786,7 @@ private:
             // Assigned only now, at the committed offsets: assigning earlier
             // and seeking later left librdkafka with an outdated offset query
             // and a task's first records 500 ms late.
-            const kafka::unique_partition_list l = inputs_of(t->partition());
+            const kafka::unique_partition_list l = detail::inputs_of(config_, t->partition());
             for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[static_cast<std::size_t>(i)];
             kafka::check(rd_kafka_incremental_assign(consumer_->get(), l.get()), "assign the input of task " + t->id());
             if (inputs_held_) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());  // the lease is out
@@ -1052,7 +869,7 @@ private:
         membership_changed_ = true;
         const auto coordination = [&] {
             for (int i = 0; i < parts->cnt; ++i)
-                if (!topic_index(parts->elems[i].topic)) return true;
+                if (!detail::input_index(config_, parts->elems[i].topic)) return true;
             return false;
         };
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -1148,8 +965,6 @@ private:
     std::optional<kafka::client> consumer_;
     restorer* restorer_ = nullptr;
     detail::reaper* reaper_ = nullptr;
-    kafka::client* offsets_ = nullptr;      // looks up committed offsets and stable ends (restore thread)
-    kafka::client* uncommitted_ = nullptr;  // looks up high watermarks (restore thread)
     std::optional<detail::task_manager<task>> tasks_;  // active and standby tasks
     std::optional<clock::time_point> unreachable_since_;
     clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
@@ -1157,8 +972,7 @@ private:
     detail::committer* committer_ = nullptr;  // and the at-least-once lease
     bool inputs_held_ = false;                       // paused while the lease is out
     std::uint64_t acknowledged_ = 0;                 // coordination publications acknowledged so far
-    std::mutex topics_mutex_;
-    std::set<std::string> ensured_;
+    detail::instance_topics topics_{config_};
     query_index queries_;
 
     // Coordination (processing thread):
@@ -1172,8 +986,6 @@ private:
     std::string incarnation_;          // unique to this run()
     std::int64_t started_ms_ = 0;
     std::vector<clock::time_point> renewals_;  // of the producer after fencing, in the last minute
-    std::mutex fenced_mutex_;          // the restore thread fences
-    std::set<std::string> fenced_;     // incarnations fenced already
     std::int64_t noticed_ms_ = 0;
     clock::time_point describe_sent_{};
     clock::time_point next_describe_{};

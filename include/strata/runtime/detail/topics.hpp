@@ -1,0 +1,112 @@
+#pragma once
+/// @file
+/// @brief The topics an instance reads and creates: the input topics'
+/// shared partition count, and the changelog, coordination and dead-letter
+/// topics, created when missing with the configured replication factor. A
+/// topic that ends up with one replica is warned of once: a broker's lost
+/// disk then loses the state it held.
+
+#include <strata/core/error.hpp>
+#include <strata/kafka/admin.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/runtime/config.hpp>
+
+#include <cstdint>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace strata::runtime::detail {
+
+class instance_topics {
+public:
+    explicit instance_topics(const application_config& c) : c_(&c) {}
+
+    /// @brief The partition count the input topics share (the tasks).
+    /// @throws usage_error they differ
+    std::int32_t check_inputs() {
+        const kafka::client a = admin();
+        std::int32_t count = -1;
+        for (const std::string& topic : c_->input_topics) {
+            const std::int32_t n = kafka::probe_topic(a.get(), c_->bootstrap_servers, topic, c_->broker_timeout);
+            if (count >= 0 && n != count)
+                throw usage_error("strata::runtime: input topics are not co-partitioned: " + c_->input_topics[0] +
+                                  " has " + std::to_string(count) + " partitions and " + topic + " has " +
+                                  std::to_string(n) + "; every input topic needs the same partition count");
+            count = n;
+        }
+        partitions_ = count;
+        return count;
+    }
+
+    /// @brief The changelog of `store`, created once per run (any thread).
+    std::string ensure_changelog(std::string_view store) {
+        const std::lock_guard lock(mutex_);
+        std::string topic = kafka::changelog_topic_name(c_->application_id, store);
+        if (!ensured_.contains(topic)) {
+            ensure(topic, options(partitions_));
+            ensured_.insert(topic);
+        }
+        return topic;
+    }
+
+    void ensure_coordination(const std::string& topic) {
+        kafka::topic_options o = options(1);
+        o.topic_configs = {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "0.1"}, {"segment.ms", "600000"}};
+        const std::lock_guard lock(mutex_);
+        ensure(topic, o);
+    }
+
+    void ensure_dead_letters() {
+        kafka::topic_options o = options(partitions_);
+        o.topic_configs = {{"cleanup.policy", "delete"}};
+        o.require_compaction = false;
+        const std::lock_guard lock(mutex_);
+        try {
+            ensure(c_->effective_dead_letter_topic(), o);
+        } catch (const changelog_error&) {
+            // An existing topic with another partition count is fine for dead letters.
+            const kafka::client a = admin();
+            (void)kafka::probe_topic(a.get(), c_->bootstrap_servers, c_->effective_dead_letter_topic(), c_->broker_timeout);
+        }
+    }
+
+private:
+    kafka::topic_options options(std::int32_t partitions) const {
+        kafka::topic_options o;
+        o.bootstrap_servers = c_->bootstrap_servers;
+        o.partitions = partitions;
+        o.replication_factor = c_->changelog_replication_factor;
+        o.topic_configs = c_->changelog_topic_configs;
+        o.timeout = c_->broker_timeout;
+        return o;
+    }
+
+    kafka::client admin() const {
+        kafka::conf c;
+        c.set("bootstrap.servers", c_->bootstrap_servers);
+        return kafka::client(RD_KAFKA_PRODUCER, std::move(c));
+    }
+
+    void ensure(const std::string& topic, const kafka::topic_options& o) {
+        if (kafka::ensure_topic(topic, o) == kafka::topic_status::created && kafka::replication_of(topic, o) == 1)
+            warn("topic " + topic + " was created with one replica (replication factor " +
+                 std::to_string(o.replication_factor) + (o.replication_factor < 0 ? ": the broker's default" : "") +
+                 "): it is lost with its broker's disk; set changelog_replication_factor, or the broker's "
+                 "default.replication.factor, to 3 in production");
+    }
+
+    void warn(const std::string& what) const {
+        if (c_->on_warning) c_->on_warning(what);
+        else std::clog << "strata: warning: " << what << '\n';
+    }
+
+    const application_config* c_;
+    std::int32_t partitions_ = 0;
+    std::mutex mutex_;
+    std::set<std::string> ensured_;  // changelogs made sure of in this run
+};
+
+}  // namespace strata::runtime::detail
