@@ -22,7 +22,6 @@
 /// it may write under at-least-once (lease.hpp). This class carries those
 /// out over librdkafka.
 
-#include <strata/kafka/admin.hpp>
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/kafka/producer.hpp>
@@ -35,6 +34,7 @@
 #include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
+#include <strata/runtime/detail/group_consumer.hpp>
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/kafka_commit_port.hpp>
@@ -58,16 +58,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -159,8 +156,9 @@ public:
         lo.acceptable_lag = config_.acceptable_standby_lag;
         lo.status_retention = std::max<std::chrono::milliseconds>(6 * config_.session_timeout, std::chrono::minutes(1));
         leader_.emplace(std::move(lo));
-        make_consumer(coordination);
-        detail::kafka_commit_port commit_port(consumer_->get(), out, eos_, producer_);
+        detail::group_consumer consumer(config_, coordination, *leader_);
+        consumer_ = &consumer;
+        detail::kafka_commit_port commit_port(consumer.get(), out, eos_, producer_);
         detail::committer_options co;
         co.exactly_once = config_.guarantee == processing_guarantee::exactly_once;
         co.instance = config_.instance_id;
@@ -203,14 +201,14 @@ public:
             tasks_->close_all(false);
         }
         try {
-            (void)rd_kafka_consumer_close(consumer_->get());  // leaves the group at once
+            consumer.close();  // leaves the group at once
         } catch (...) {
             if (!failure) failure = std::current_exception();
         }
         r.stop();
         restorer_ = nullptr;
         reaper_ = nullptr;  // the reaper finishes its work when run() returns
-        consumer_.reset();
+        consumer_ = nullptr;
         watch_ = nullptr;
         committer_ = nullptr;
         leader_.reset();
@@ -298,57 +296,14 @@ private:
 
     [[nodiscard]] std::string transactional_id() const { return config_.application_id + "-" + config_.instance_id; }
 
-    /// The group consumer. It subscribes to the coordination topic only: the
-    /// group elects the leader (the member given its one partition), detects
-    /// dead members, and fences the commits of expelled ones. Input
-    /// partitions are assigned by the runtime itself, task by task.
-    void make_consumer(const std::string& coordination) {
-        kafka::conf c;
-        c.set("bootstrap.servers", config_.bootstrap_servers);
-        c.set("group.id", config_.application_id);
-        c.set("client.id", config_.instance_id);
-        c.set("auto.offset.reset", "earliest");
-        c.set("session.timeout.ms", std::to_string(config_.session_timeout.count()));
-        c.set("heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(config_.session_timeout.count() / 5, 100)));
-        // A fetch the broker holds for lack of data delays a partition that
-        // was just resumed by as long: a task's first records came 500 ms
-        // after its restore with librdkafka's default.
-        c.set("fetch.wait.max.ms", "10");
-        c.set("fetch.error.backoff.ms", "10");
-        // A processing thread that hangs (a leader stuck in a call) leaves
-        // the group after this, so that another member leads: librdkafka's
-        // default is 5 minutes. Its longest legitimate wait is a delivery
-        // or a commit, bounded by broker_timeout.
-        c.set("max.poll.interval.ms",
-              std::to_string((config_.broker_timeout + config_.session_timeout).count()));
-        c.set(config_.consumer_settings);
-        // Not overridable: the runtime commits itself, reads only committed
-        // data, and relies on cooperative rebalancing.
-        c.set("enable.auto.commit", "false");
-        c.set("enable.auto.offset.store", "false");
-        c.set("isolation.level", "read_committed");
-        c.set("partition.assignment.strategy", "cooperative-sticky");
-        rd_kafka_conf_set_rebalance_cb(c.get(), &instance::on_rebalance);
-        rd_kafka_conf_set_opaque(c.get(), this);
-        consumer_.emplace(RD_KAFKA_CONSUMER, std::move(c));
-        rd_kafka_poll_set_consumer(consumer_->get());
-        // The input topics' leaders, known before any of their partitions is
-        // assigned: librdkafka starts fetching a partition whose leader it
-        // does not know yet only 500 ms later.
-        for (const std::string& topic : config_.input_topics)
-            (void)kafka::probe_topic(consumer_->get(), config_.bootstrap_servers, topic, config_.broker_timeout);
-        const kafka::unique_partition_list topics = kafka::one_partition(coordination, RD_KAFKA_PARTITION_UA);
-        kafka::check(rd_kafka_subscribe(consumer_->get(), topics.get()), "subscribe to " + coordination);
-    }
-
     // ------------------------------------------------------- the main loop --
 
     void loop() {
         const auto interval = config_.effective_commit_interval();
         auto next_commit = clock::now() + interval;
-        last_contact_ = clock::now();
+        consumer_->heard_from_cluster();
         while (!stop_requested_.load(std::memory_order_relaxed)) {
-            if (callback_failure_) std::rethrow_exception(callback_failure_);
+            consumer_->rethrow_callback_failure();
             if (auto f = restorer_->failure()) std::rethrow_exception(f);
             try {
                 pass(interval, next_commit);
@@ -357,12 +312,12 @@ private:
                 renew_after_fencing();
             }
         }
-        if (callback_failure_) std::rethrow_exception(callback_failure_);
+        consumer_->rethrow_callback_failure();
     }
 
     /// One pass of the loop.
     void pass(std::chrono::milliseconds interval, clock::time_point& next_commit) {
-        check_reachable();
+        consumer_->check_reachable();
         coordinate();
         start_restored();
         if (tasks_->take_state_changed()) publish_tasks();
@@ -370,7 +325,7 @@ private:
         const std::uint64_t acked = writer_->acknowledged();
         if (acked != acknowledged_) {
             acknowledged_ = acked;
-            last_contact_ = clock::now();
+            consumer_->heard_from_cluster();
         }
         if (writer_->poll() > 0) {
             // The coordination partition is away (its leader down, say): go
@@ -385,11 +340,11 @@ private:
             // Not confirmed a member lately: nothing is processed, punctuated
             // or committed until it is (or it hears it was dropped). The
             // consumer is still polled, for its rebalances to go on.
-            hold_inputs(true);
-            serve_group_only();
+            consumer_->hold_inputs(true);
+            consumer_->serve_group_only();
             return;
         }
-        hold_inputs(false);
+        consumer_->hold_inputs(false);
         poll_records();
         const auto now = clock::now();
         for (task* t : tasks_->running())
@@ -406,59 +361,10 @@ private:
 
     [[nodiscard]] bool may_write() const { return committer_->may_write(); }
 
-    /// Pauses (or resumes) the input of every running task while the lease
-    /// is out, so the consumer can be polled without records coming in.
-    void hold_inputs(bool hold) {
-        if (hold == inputs_held_) return;
-        inputs_held_ = hold;
-        for (const auto& [p, t] : tasks_->active()) {
-            if (!t->inputs_assigned) continue;
-            const kafka::unique_partition_list l = detail::inputs_of(config_, p);
-            if (hold) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());
-            else (void)rd_kafka_resume_partitions(consumer_->get(), l.get());
-        }
-    }
-
-    /// Polls the group consumer for its callbacks only. A record that comes
-    /// anyway (fetched before the pause) is not processed: its partition is
-    /// sought back to it, so it comes again once the lease is back.
-    void serve_group_only() {
-        const kafka::unique_message m(rd_kafka_consumer_poll(consumer_->get(), 10));
-        if (!m) return;
-        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            consumer_error(*m);
-            return;
-        }
-        if (m->rkt != nullptr && detail::input_index(config_, rd_kafka_topic_name(m->rkt)))
-            (void)rd_kafka_seek(m->rkt, m->partition, m->offset, 1000);
-    }
-
     /// Renews the lease when a third of the session is left (or it ran
     /// out), by committing the coordination partition's offset.
     void keep_lease() {
         if (!member_id_.empty()) committer_->keep_lease();
-    }
-
-    /// Stops the instance once no broker answered for `broker_timeout`: no
-    /// record came in, nothing published was acknowledged, and a metadata
-    /// request, sent when things went quiet, found no broker. A part of the
-    /// cluster that is away (the coordination partition's leader, say) does
-    /// not stop it: what it owns goes on.
-    void check_reachable() {
-        const auto now = clock::now();
-        if (now - last_contact_ < config_.broker_timeout / 4) return;
-        if (now >= next_probe_) {
-            next_probe_ = now + config_.broker_timeout / 8;
-            const rd_kafka_metadata_t* md = nullptr;
-            if (rd_kafka_metadata(consumer_->get(), 0, nullptr, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                rd_kafka_metadata_destroy(md);
-                last_contact_ = clock::now();
-                return;
-            }
-        }
-        if (now - last_contact_ > config_.broker_timeout)
-            throw kafka::kafka_error("no broker reachable for " + std::to_string(config_.broker_timeout.count()) + " ms",
-                                     RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN);
     }
 
     /// Whether the transactional producer was fenced: another instance took
@@ -499,17 +405,12 @@ private:
 
     void poll_records() {
         const int wait_ms = tasks_->has_running() ? 10 : 50;
-        rd_kafka_t* rk = consumer_->get();
+        kafka::unique_message m;
         for (std::size_t n = 0; n < config_.max_poll_records; ++n) {
-            const kafka::unique_message m(rd_kafka_consumer_poll(rk, n == 0 ? wait_ms : 0));
-            if (membership_lost_) return;  // heard in this poll: nothing more is processed (coordinate() lets go)
-            if (!m) return;
-            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-                consumer_error(*m);
-                continue;
-            }
-            unreachable_since_.reset();
-            last_contact_ = clock::now();
+            const detail::polled got = consumer_->poll(n == 0 ? wait_ms : 0, m);
+            if (consumer_->lost()) return;  // heard in this poll: nothing more is processed (coordinate() lets go)
+            if (got == detail::polled::nothing) return;
+            if (got == detail::polled::error) continue;
             const auto it = tasks_->active().find(m->partition);
             // Only running tasks have their input assigned; a record of
             // another task is left over from an assignment just given back.
@@ -531,34 +432,6 @@ private:
         }
     }
 
-    void consumer_error(const rd_kafka_message_t& m) {
-        if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
-        const char* what = rd_kafka_message_errstr(&m);
-        std::array<char, 512> fatal{};
-        if (m.err == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(consumer_->get(), fatal.data(), fatal.size()))
-            throw kafka::kafka_error("consume", m.err, fatal[0] ? fatal.data() : what);
-        const bool unreachable = m.err == RD_KAFKA_RESP_ERR__TRANSPORT || m.err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
-                                 m.err == RD_KAFKA_RESP_ERR__RESOLVE;
-        if (!unreachable) {
-            if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
-                throw kafka::kafka_error("consume the input", m.err, what);
-            if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
-                throw kafka::kafka_error("join the group " + config_.application_id +
-                                             ": it is held by members of another protocol (another application, "
-                                             "e.g. Kafka Streams, with the same application id?); strata runs "
-                                             "nothing until it is a member",
-                                         m.err, what);
-            if (m.err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
-                throw kafka::kafka_error("join the group " + config_.application_id + " (not authorized)", m.err, what);
-            return;  // librdkafka retries the rest itself
-        }
-        const auto now = clock::now();
-        if (!unreachable_since_) unreachable_since_ = now;
-        else if (now - *unreachable_since_ > config_.broker_timeout)
-            throw kafka::kafka_error("no broker reachable for " + std::to_string(config_.broker_timeout.count()) + " ms",
-                                     m.err, what);
-    }
-
     // ------------------------------------------------------- coordination --
 
     /// Reads the coordination topic, decides as leader, and acts on the
@@ -575,26 +448,16 @@ private:
         if (status_dirty_ || now >= next_status_) publish_status(false);
     }
 
-    /// The consumer's member id in the group, "" while it has none.
-    [[nodiscard]] static std::string member_id_of(rd_kafka_t* rk) {
-        std::string id;
-        if (char* m = rd_kafka_memberid(rk); m != nullptr) {
-            id = m;
-            rd_kafka_mem_free(rk, m);
-        }
-        return id;
-    }
-
     /// Follows this instance's member id. A membership lost (the group
     /// expelled it: its session ended, or librdkafka says the assignment was
     /// lost) ends every active task here at once, before anything more is
     /// processed or committed: another instance may own them by now.
     /// @returns whether the member id changed
     bool refresh_membership() {
-        std::string id = member_id_of(consumer_->get());
-        if (id == member_id_ && !membership_lost_) return false;
-        if ((!member_id_.empty() && id != member_id_) || membership_lost_) lose_membership();
-        membership_lost_ = false;
+        std::string id = consumer_->member_id();
+        if (id == member_id_ && !consumer_->lost()) return false;
+        if ((!member_id_.empty() && id != member_id_) || consumer_->lost()) lose_membership();
+        consumer_->clear_lost();
         member_id_ = std::move(id);
         committer_->new_membership();  // a new membership earns its own lease
         status_dirty_ = true;
@@ -624,10 +487,9 @@ private:
         if (!leader_->leading()) return;
         if (std::optional<std::vector<detail::group_member>> m = watch_->poll())
             leader_->members_listed(std::move(*m), describe_sent_);
-        if (membership_changed_ || now >= next_describe_) {
+        if (consumer_->take_changed() || now >= next_describe_) {
             if (watch_->request()) describe_sent_ = now;
             next_describe_ = now + std::chrono::milliseconds(250);
-            membership_changed_ = false;
         }
         // Decide only once the coordination topic is read to its end.
         if (!reader_->caught_up()) return;
@@ -754,12 +616,7 @@ private:
         t.close_stores();
     }
 
-    void unassign_inputs(task& t) override {
-        if (!t.inputs_assigned) return;
-        const kafka::unique_partition_list inputs = detail::inputs_of(config_, t.partition());
-        kafka::check(rd_kafka_incremental_unassign(consumer_->get(), inputs.get()), "unassign the input of task " + t.id());
-        t.inputs_assigned = false;
-    }
+    void unassign_inputs(task& t) override { consumer_->unassign_inputs(t.partition()); }
 
     /// Builds the task's stores (on the restore thread).
     void build(task& t) {
@@ -786,11 +643,7 @@ private:
             // Assigned only now, at the committed offsets: assigning earlier
             // and seeking later left librdkafka with an outdated offset query
             // and a task's first records 500 ms late.
-            const kafka::unique_partition_list l = detail::inputs_of(config_, t->partition());
-            for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = t->committed_offsets[static_cast<std::size_t>(i)];
-            kafka::check(rd_kafka_incremental_assign(consumer_->get(), l.get()), "assign the input of task " + t->id());
-            if (inputs_held_) (void)rd_kafka_pause_partitions(consumer_->get(), l.get());  // the lease is out
-            t->inputs_assigned = true;
+            consumer_->assign_inputs(t->partition(), t->committed_offsets);
             t->next_offsets.assign(config_.input_topics.size(), -1);
             t->partition_times.resize(config_.input_topics.size(), -1);
             // Stream time goes on from where the previous owner (strata or
@@ -845,50 +698,7 @@ private:
         if (takeover_log_) takeover_log_(t);
     }
 
-    // --------------------------------------------------------- rebalances --
-
-    static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
-                             void* opaque) {
-        auto* self = static_cast<instance*>(opaque);
-        try {
-            self->rebalance(rk, err, parts);
-        } catch (...) {
-            // librdkafka cannot carry an exception through its callback: the
-            // loop rethrows it.
-            self->stop_requested_.store(true);
-            if (!self->callback_failure_) self->callback_failure_ = std::current_exception();
-        }
-    }
-
-    /// The group assigns and revokes only the coordination topic's partition:
-    /// whoever holds it leads. A lost assignment means this instance was
-    /// dropped from the group: coordinate() lets go of its tasks before
-    /// anything more is processed.
-    void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
-        const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
-        membership_changed_ = true;
-        const auto coordination = [&] {
-            for (int i = 0; i < parts->cnt; ++i)
-                if (!detail::input_index(config_, parts->elems[i].topic)) return true;
-            return false;
-        };
-        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-            if (cooperative) kafka::check(rd_kafka_incremental_assign(rk, parts), "take the assigned partitions");
-            else kafka::check(rd_kafka_assign(rk, parts), "take the assigned partitions");
-            // The coordination topic is read by its own consumer.
-            kafka::check(rd_kafka_pause_partitions(rk, parts), "pause the coordination partition");
-            if (coordination()) leader_->elected(member_id_of(rk), clock::now());
-        } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-            const bool lost = rd_kafka_assignment_lost(rk) != 0;
-            if (coordination()) leader_->deposed();
-            if (lost) membership_lost_ = true;
-            if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, parts), "give back the revoked partitions");
-            else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
-        } else {
-            (void)rd_kafka_assign(rk, nullptr);
-            throw kafka::kafka_error("rebalance", err);
-        }
-    }
+    // ---------------------------------------------------------- the group --
 
     /// This instance dropped out of the group. Its active tasks end here at
     /// once, uncommitted (a commit would be refused, and another instance
@@ -948,7 +758,6 @@ private:
     std::function<void(const task&)> takeover_log_;
     std::function<void(std::int64_t)> rebalance_log_;
     std::atomic<bool> stop_requested_{false};
-    std::exception_ptr callback_failure_;
     bool failed_ = false;
 
     // Alive during run():
@@ -962,23 +771,17 @@ private:
     detail::coordination_writer* writer_ = nullptr;
     detail::group_watch* watch_ = nullptr;
     std::optional<detail::leader> leader_;
-    std::optional<kafka::client> consumer_;
+    detail::group_consumer* consumer_ = nullptr;
     restorer* restorer_ = nullptr;
     detail::reaper* reaper_ = nullptr;
     std::optional<detail::task_manager<task>> tasks_;  // active and standby tasks
-    std::optional<clock::time_point> unreachable_since_;
-    clock::time_point last_contact_ = clock::now();  // a broker last answered (see check_reachable)
-    clock::time_point next_probe_{};
     detail::committer* committer_ = nullptr;  // and the at-least-once lease
-    bool inputs_held_ = false;                       // paused while the lease is out
     std::uint64_t acknowledged_ = 0;                 // coordination publications acknowledged so far
     detail::instance_topics topics_{config_};
     query_index queries_;
 
     // Coordination (processing thread):
     std::string member_id_;            // this instance's membership of the group, "" while it has none
-    bool membership_lost_ = false;     // librdkafka said so in a rebalance; coordinate() acts on it
-    bool membership_changed_ = true;
     bool status_dirty_ = true;
     bool waiting_for_release_ = false;
     bool act_again_ = false;           // the tasks changed without a new decision (after fencing)

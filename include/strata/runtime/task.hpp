@@ -280,9 +280,6 @@ public:
     /// The committed input offset of each input topic, looked up before the
     /// task starts (RD_KAFKA_OFFSET_BEGINNING where nothing was committed).
     std::vector<std::int64_t> committed_offsets;
-    /// Whether the task's input partitions are assigned to the consumer (from
-    /// when it starts running until it is released).
-    bool inputs_assigned = false;
     /// The task's consumer lag gauges, one per input topic (processing thread).
     std::vector<metrics::gauge*> lag_gauges;
     /// Under exactly-once: the transactional ids of instances that may have

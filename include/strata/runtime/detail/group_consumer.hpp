@@ -1,0 +1,266 @@
+#pragma once
+/// @file
+/// @brief The instance's membership of the application's consumer group,
+/// over librdkafka. It subscribes to the coordination topic only: the group
+/// elects the leader (the member given its one partition), detects dead
+/// members, and fences the commits of expelled ones. Input partitions are
+/// assigned by the instance itself, task by task, through this consumer.
+///
+/// It tells the leader part when it is elected or deposed, says when the
+/// membership changed or was lost, turns consumer errors into clear ones
+/// (a group held by another protocol, a missing input, no broker for
+/// `broker_timeout`), and pauses the inputs while the lease is out.
+
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/handles.hpp>
+#include <strata/runtime/config.hpp>
+#include <strata/runtime/detail/leader.hpp>
+#include <strata/runtime/detail/takeover.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime::detail {
+
+/// @brief What one poll of the group consumer gave.
+enum class polled { nothing, error, record };
+
+class group_consumer {
+public:
+    using clock = std::chrono::steady_clock;
+
+    group_consumer(const application_config& c, const std::string& coordination, leader& l)
+        : c_(&c), leader_(&l), consumer_(RD_KAFKA_CONSUMER, conf(c, this)) {
+        rd_kafka_poll_set_consumer(consumer_.get());
+        // The input topics' leaders, known before any of their partitions is
+        // assigned: librdkafka starts fetching a partition whose leader it
+        // does not know yet only 500 ms later.
+        for (const std::string& topic : c.input_topics)
+            (void)kafka::probe_topic(consumer_.get(), c.bootstrap_servers, topic, c.broker_timeout);
+        const kafka::unique_partition_list topics = kafka::one_partition(coordination, RD_KAFKA_PARTITION_UA);
+        kafka::check(rd_kafka_subscribe(consumer_.get(), topics.get()), "subscribe to " + coordination);
+    }
+    group_consumer(const group_consumer&) = delete;
+    group_consumer& operator=(const group_consumer&) = delete;
+
+    [[nodiscard]] rd_kafka_t* get() const noexcept { return consumer_.get(); }
+
+    /// @brief The member id in the group, "" while it has none.
+    [[nodiscard]] std::string member_id() const {
+        std::string id;
+        if (char* m = rd_kafka_memberid(consumer_.get()); m != nullptr) {
+            id = m;
+            rd_kafka_mem_free(consumer_.get(), m);
+        }
+        return id;
+    }
+
+    /// @brief librdkafka said in a rebalance that the assignment was lost:
+    /// the group dropped this member.
+    [[nodiscard]] bool lost() const noexcept { return lost_; }
+    void clear_lost() noexcept { lost_ = false; }
+    /// @brief Whether a rebalance happened since the last call.
+    [[nodiscard]] bool take_changed() noexcept { return std::exchange(changed_, false); }
+    /// @brief What a rebalance callback threw (librdkafka cannot carry it).
+    void rethrow_callback_failure() const {
+        if (failure_) std::rethrow_exception(failure_);
+    }
+
+    /// @brief The next message within `wait_ms`, into `out`. An error is
+    /// dealt with here: retried by librdkafka, or thrown when it will not pass.
+    polled poll(int wait_ms, kafka::unique_message& out) {
+        out.reset(rd_kafka_consumer_poll(consumer_.get(), wait_ms));
+        if (!out) return polled::nothing;
+        if (out->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            error(*out);
+            return polled::error;
+        }
+        unreachable_since_.reset();
+        heard_from_cluster();
+        return polled::record;
+    }
+
+    /// @brief Polls for the group's callbacks only (the lease is out). A
+    /// record that comes anyway (fetched before the pause) is not processed:
+    /// its partition is sought back to it, to come again with the lease.
+    void serve_group_only() {
+        kafka::unique_message m;
+        if (poll(10, m) != polled::record) return;
+        if (m->rkt != nullptr && input_index(*c_, rd_kafka_topic_name(m->rkt)))
+            (void)rd_kafka_seek(m->rkt, m->partition, m->offset, 1000);
+    }
+
+    // The inputs of task p, from where it resumes; paused while the lease is out.
+    void assign_inputs(std::int32_t p, const std::vector<std::int64_t>& offsets) {
+        const kafka::unique_partition_list l = inputs_of(*c_, p);
+        for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = offsets[static_cast<std::size_t>(i)];
+        kafka::check(rd_kafka_incremental_assign(consumer_.get(), l.get()), "assign the input of task " + std::to_string(p));
+        if (held_) (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+        assigned_.insert(p);
+    }
+    void unassign_inputs(std::int32_t p) {
+        if (assigned_.erase(p) == 0) return;
+        const kafka::unique_partition_list l = inputs_of(*c_, p);
+        kafka::check(rd_kafka_incremental_unassign(consumer_.get(), l.get()), "unassign the input of task " + std::to_string(p));
+    }
+    void hold_inputs(bool hold) {
+        if (hold == held_) return;
+        held_ = hold;
+        for (std::int32_t p : assigned_) {
+            const kafka::unique_partition_list l = inputs_of(*c_, p);
+            if (hold) (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+            else (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
+        }
+    }
+
+    /// @brief A broker answered (a record, an acknowledgement).
+    void heard_from_cluster() { last_contact_ = clock::now(); }
+
+    /// @brief Throws once no broker answered for `broker_timeout`: no record
+    /// came in, nothing published was acknowledged, and a metadata request,
+    /// sent when things went quiet, found no broker. A part of the cluster
+    /// that is away (the coordination partition's leader, say) does not
+    /// stop the instance: what it owns goes on.
+    void check_reachable() {
+        const auto now = clock::now();
+        if (now - last_contact_ < c_->broker_timeout / 4) return;
+        if (now >= next_probe_) {
+            next_probe_ = now + c_->broker_timeout / 8;
+            const rd_kafka_metadata_t* md = nullptr;
+            if (rd_kafka_metadata(consumer_.get(), 0, nullptr, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                rd_kafka_metadata_destroy(md);
+                heard_from_cluster();
+                return;
+            }
+        }
+        if (now - last_contact_ > c_->broker_timeout) throw unreachable(RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "");
+    }
+
+    /// @brief Leaves the group at once.
+    void close() { (void)rd_kafka_consumer_close(consumer_.get()); }
+
+private:
+    static kafka::conf conf(const application_config& c, group_consumer* self) {
+        kafka::conf k;
+        k.set("bootstrap.servers", c.bootstrap_servers);
+        k.set("group.id", c.application_id);
+        k.set("client.id", c.instance_id);
+        k.set("auto.offset.reset", "earliest");
+        k.set("session.timeout.ms", std::to_string(c.session_timeout.count()));
+        k.set("heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(c.session_timeout.count() / 5, 100)));
+        // A fetch the broker holds for lack of data delays a partition that
+        // was just resumed by as long: a task's first records came 500 ms
+        // after its restore with librdkafka's default.
+        k.set("fetch.wait.max.ms", "10");
+        k.set("fetch.error.backoff.ms", "10");
+        // A processing thread that hangs (a leader stuck in a call) leaves
+        // the group after this, so that another member leads: librdkafka's
+        // default is 5 minutes. Its longest legitimate wait is a delivery
+        // or a commit, bounded by broker_timeout.
+        k.set("max.poll.interval.ms", std::to_string((c.broker_timeout + c.session_timeout).count()));
+        k.set(c.consumer_settings);
+        // Not overridable: the runtime commits itself, reads only committed
+        // data, and relies on cooperative rebalancing.
+        k.set("enable.auto.commit", "false");
+        k.set("enable.auto.offset.store", "false");
+        k.set("isolation.level", "read_committed");
+        k.set("partition.assignment.strategy", "cooperative-sticky");
+        rd_kafka_conf_set_rebalance_cb(k.get(), &group_consumer::on_rebalance);
+        rd_kafka_conf_set_opaque(k.get(), self);
+        return k;
+    }
+
+    static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+                             void* opaque) {
+        auto* self = static_cast<group_consumer*>(opaque);
+        try {
+            self->rebalance(rk, err, parts);
+        } catch (...) {
+            if (!self->failure_) self->failure_ = std::current_exception();
+        }
+    }
+
+    /// The group assigns and revokes only the coordination topic's partition:
+    /// whoever holds it leads. A lost assignment means this member was
+    /// dropped from the group: the instance lets go of its tasks before
+    /// anything more is processed.
+    void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+        const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
+        changed_ = true;
+        const auto coordination = [&] {
+            for (int i = 0; i < parts->cnt; ++i)
+                if (!input_index(*c_, parts->elems[i].topic)) return true;
+            return false;
+        };
+        if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+            if (cooperative) kafka::check(rd_kafka_incremental_assign(rk, parts), "take the assigned partitions");
+            else kafka::check(rd_kafka_assign(rk, parts), "take the assigned partitions");
+            // The coordination topic is read by its own consumer.
+            kafka::check(rd_kafka_pause_partitions(rk, parts), "pause the coordination partition");
+            if (coordination()) leader_->elected(member_id(), clock::now());
+        } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+            if (coordination()) leader_->deposed();
+            if (rd_kafka_assignment_lost(rk) != 0) lost_ = true;
+            if (cooperative) kafka::check(rd_kafka_incremental_unassign(rk, parts), "give back the revoked partitions");
+            else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
+        } else {
+            (void)rd_kafka_assign(rk, nullptr);
+            throw kafka::kafka_error("rebalance", err);
+        }
+    }
+
+    void error(const rd_kafka_message_t& m) {
+        if (m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF) return;
+        const char* what = rd_kafka_message_errstr(&m);
+        std::array<char, 512> fatal{};
+        if (m.err == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(consumer_.get(), fatal.data(), fatal.size()))
+            throw kafka::kafka_error("consume", m.err, fatal[0] ? fatal.data() : what);
+        const bool away = m.err == RD_KAFKA_RESP_ERR__TRANSPORT || m.err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+                          m.err == RD_KAFKA_RESP_ERR__RESOLVE;
+        if (!away) {
+            if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                throw kafka::kafka_error("consume the input", m.err, what);
+            if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
+                throw kafka::kafka_error("join the group " + c_->application_id +
+                                             ": it is held by members of another protocol (another application, "
+                                             "e.g. Kafka Streams, with the same application id?); strata runs "
+                                             "nothing until it is a member",
+                                         m.err, what);
+            if (m.err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+                throw kafka::kafka_error("join the group " + c_->application_id + " (not authorized)", m.err, what);
+            return;  // librdkafka retries the rest itself
+        }
+        const auto now = clock::now();
+        if (!unreachable_since_) unreachable_since_ = now;
+        else if (now - *unreachable_since_ > c_->broker_timeout) throw unreachable(m.err, what);
+    }
+
+    kafka::kafka_error unreachable(rd_kafka_resp_err_t err, const char* what) const {
+        return kafka::kafka_error("no broker reachable for " + std::to_string(c_->broker_timeout.count()) + " ms", err,
+                                  what);
+    }
+
+    const application_config* c_;
+    leader* leader_;
+    kafka::client consumer_;
+    std::exception_ptr failure_;
+    bool lost_ = false;
+    bool changed_ = true;
+    bool held_ = false;                // the inputs are paused while the lease is out
+    std::set<std::int32_t> assigned_;  // tasks whose inputs are assigned
+    std::optional<clock::time_point> unreachable_since_;
+    clock::time_point last_contact_ = clock::now();
+    clock::time_point next_probe_{};
+};
+
+}  // namespace strata::runtime::detail
