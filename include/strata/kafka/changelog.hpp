@@ -252,8 +252,9 @@ public:
     replay_range(const kafka_changelog_options& o, reader& r, offset_t from)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]") {
-        const std::int64_t hi = query_end_offset(consumer_.get(), o.topic, o.partition, o.request_timeout);
-        end_ = hi < 0 ? 0 : static_cast<offset_t>(hi);
+        const partition_bounds b = query_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
+        end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
+        start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
         if (from >= end_) {
             done_ = true;
             return;
@@ -297,6 +298,9 @@ public:
 
     /// @brief The end offset taken when the replay began.
     [[nodiscard]] offset_t end_offset() const noexcept { return end_; }
+    /// @brief The partition's log start offset then: records below it were
+    /// deleted (by retention or DeleteRecords; compaction does not move it).
+    [[nodiscard]] offset_t start_offset() const noexcept { return start_; }
 
 private:
     /// The views point into the messages: both go together.
@@ -404,6 +408,7 @@ private:
     std::chrono::milliseconds idle_timeout_;
     std::string where_;
     offset_t end_ = 0;
+    offset_t start_ = 0;
     bool started_ = false;
     bool primed_ = false;
     bool done_ = false;

@@ -145,11 +145,18 @@ private:
     return c < 0 ? 0 : c > 0x7fffffff ? 0x7fffffff : static_cast<int>(c);
 }
 
-/// @brief The high watermark of a partition, or with a read_committed
-/// consumer handle its last stable offset. Errors a new or moving partition
-/// gives for a moment (no leader yet) are retried until `timeout`.
+/// @brief Where a partition starts and ends, as one request finds them.
+struct partition_bounds {
+    std::int64_t start;  ///< the log start offset: records below it were deleted
+    std::int64_t end;    ///< the high watermark, or for read_committed the last stable offset
+};
+
+/// @brief The log start offset and the high watermark of a partition (with
+/// a read_committed consumer handle, its last stable offset). Errors a new
+/// or moving partition gives for a moment (no leader yet) are retried until
+/// `timeout`.
 /// @throws kafka_error any other error, or still failing at the deadline
-inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
                                      std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
@@ -158,7 +165,7 @@ inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, s
             deadline - std::chrono::steady_clock::now());
         const rd_kafka_resp_err_t err =
             rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &lo, &hi, timeout_ms(left));
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return hi;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo, hi};
         const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
                                err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
                                err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
@@ -168,6 +175,12 @@ inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, s
             throw kafka_error("query the end offset of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+}
+
+/// @brief The end of a partition (see query_bounds).
+inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                     std::chrono::milliseconds timeout) {
+    return query_bounds(rk, topic, partition, timeout).end;
 }
 
 /// @brief Checks that a broker at `bootstrap` answers within `timeout` and

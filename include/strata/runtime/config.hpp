@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,9 @@ struct application_config {
     std::int16_t changelog_replication_factor = -1;
     kafka::settings changelog_topic_configs{};
 
-    /// Where the runtime's warnings go (a topic with one replica, say).
-    /// Empty: standard error, one line each.
+    /// Where the runtime's warnings go (a topic with one replica, a standby
+    /// rebuilt because its changelog lost records). Empty: standard error,
+    /// one line each.
     std::function<void(const std::string&)> on_warning{};
 
     kafka::settings consumer_settings{};  ///< librdkafka settings of the group consumer, passed through
@@ -117,6 +119,12 @@ struct application_config {
     }
     [[nodiscard]] std::string effective_dead_letter_topic() const {
         return dead_letter_topic.empty() ? application_id + "-dead-letters" : dead_letter_topic;
+    }
+
+    /// Hands a warning to on_warning, or writes it to standard error.
+    void warn(const std::string& what) const {
+        if (on_warning) on_warning(what);
+        else std::clog << "strata: warning: " << what << '\n';
     }
 };
 

@@ -320,6 +320,7 @@ private:
         consumer_->check_reachable();
         coordinate();
         start_restored();
+        replace_lost_standbys();
         if (tasks_->take_state_changed()) publish_tasks();
         producer_->poll();
         const std::uint64_t acked = writer_->acknowledged();
@@ -653,6 +654,30 @@ private:
                 t->resume_stream_time(resumed);
             tasks_->started(*t);
             t->start();
+        }
+    }
+
+    /// Replaces the standbys the restore thread found stale (restorer::
+    /// lost_standby): each goes, with its checkpoint, and act() starts the
+    /// decision's standby again, from an empty folder. One promoted in the
+    /// meantime is released and started again the same way.
+    void replace_lost_standbys() {
+        for (restorer::lost_standby& lost : restorer_->take_lost()) {
+            counter("strata_standby_rebuilt_total",
+                    "Standby tasks rebuilt because their changelog no longer held what they were built from")
+                .inc();
+            config_.warn(lost.why);
+            const std::int32_t p = lost.t->partition();
+            const auto holds = [&](const auto& tasks) {
+                const auto it = tasks.find(p);
+                return it != tasks.end() && it->second == lost.t;
+            };
+            if (holds(tasks_->standbys())) tasks_->drop_standby(p);
+            else if (holds(tasks_->active())) tasks_->release(p, false);
+            else continue;  // replaced already
+            std::error_code ec;
+            std::filesystem::remove(dir_->checkpoint(p), ec);  // in case closing wrote it again
+            act_again_ = true;
         }
     }
 

@@ -16,12 +16,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -93,7 +95,9 @@ public:
             standby = false;
             return true;
         }
-        const bool held = std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
+        // A stale standby is not promoted: the task starts anew instead.
+        const bool held =
+            std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t && !j.lost; });
         if (held) promoted_.push_back(&t);
         wake_.notify_all();
         return held;
@@ -120,6 +124,23 @@ public:
     [[nodiscard]] std::vector<std::shared_ptr<task>> take_ready() {
         const std::lock_guard lock(mutex_);
         return std::exchange(ready_, {});
+    }
+
+    /// @brief A standby whose changelog no longer holds what its stores were
+    /// built from, and why: it ends below a store's position (an unclean
+    /// leader election, a topic deleted and made again) or starts above it
+    /// (records deleted). The copy is stale and cannot be brought up to
+    /// date; the restore thread stopped tailing it and removed its
+    /// checkpoint. The processing thread replaces it with a new standby.
+    struct lost_standby {
+        std::shared_ptr<task> t;
+        std::string why;
+    };
+
+    /// @brief The standbys found stale since the last call (see lost_standby).
+    [[nodiscard]] std::vector<lost_standby> take_lost() {
+        const std::lock_guard lock(mutex_);
+        return std::exchange(lost_, {});
     }
 
     /// @brief What made the restore thread stop, if anything did.
@@ -154,6 +175,7 @@ private:
         std::shared_ptr<task> t;
         bool standby;
         std::vector<store_job> stores;
+        bool lost = false;  // a stale standby, waiting to be replaced (see lost_standby)
     };
 
     void enqueue(std::shared_ptr<task> t, bool standby) {
@@ -224,7 +246,7 @@ private:
     void start(std::shared_ptr<task> t, bool standby) {
         build_(*t);
         if (cancelled(*t)) return;
-        job j{std::move(t), standby, {}};
+        job j{std::move(t), standby, {}, false};
         if (!standby) prepare_(*j.t);
         std::optional<checkpoint_file> checkpoints;
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
@@ -250,19 +272,7 @@ private:
             s.lag = &registry_->gauge_for("strata_standby_lag_records",
                                           "Changelog records a standby task's store is behind its changelog's end",
                                           labels);
-            open_replay(s);
-            // A checkpoint past the changelog's end: the changelog lost
-            // records the store was told were durable (a topic deleted and
-            // made again, an unclean leader election), or the folder belongs
-            // to another application. Restoring nothing would hide it.
-            if (const offset_t end = s.source->range.end_offset(); s.progress.from > end)
-                throw restore_error(port->name(), s.progress.from,
-                                    "task " + j.t->id() + ": the checkpoint " + j.t->checkpoint_path.string() +
-                                        " says the store holds offsets below " + std::to_string(s.progress.from) +
-                                        ", but its changelog ends at " + std::to_string(end) +
-                                        ": the changelog lost records it had acknowledged, or the state directory "
-                                        "belongs to another application. Nothing was restored; delete the task's "
-                                        "folder to rebuild it from what the changelog holds");
+            if (!open_replay(j, s)) break;
             s.total->set(static_cast<double>(s.progress.records_total));
             s.done->set(0);
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
@@ -274,12 +284,66 @@ private:
     }
 
     /// Reads the store's changelog from where it is up to the end as of now.
-    void open_replay(store_job& s) {
+    /// A changelog that no longer holds what the store was built from (it
+    /// ends below the store's position, or starts above it) is found here:
+    /// an active task stops the instance with an error (restoring nothing
+    /// would hide the loss, and the task's folder is the user's to delete);
+    /// a standby is marked lost, to be rebuilt. Only a position beyond
+    /// either end can be seen: a log truncated and written again past the
+    /// position looks like any other.
+    /// @returns false when the standby is lost
+    bool open_replay(job& j, store_job& s) {
         s.source = std::make_unique<replay>(*s.log, s.progress.position);
-        s.progress.to = std::max(s.source->range.end_offset(), s.progress.position);
+        const offset_t end = s.source->range.end_offset();
+        const offset_t start = s.source->range.start_offset();
+        const bool past_end = s.progress.position > end;
+        // An active task may restore a changelog whose head was deleted (a
+        // user's compact,delete topic): what it reads from the start is all
+        // there is. A standby that held the deleted part missed its updates.
+        const bool before_start = j.standby && s.progress.position > 0 && s.progress.position < start;
+        if (past_end || before_start) {
+            const std::string where = s.log->topic() + "[" + std::to_string(s.log->partition()) + "]";
+            if (!j.standby) {
+                const std::string source = s.progress.position == s.progress.from && !j.t->checkpoint_path.empty()
+                                               ? "the checkpoint " + j.t->checkpoint_path.string()
+                                               : "the copy kept as a standby";
+                throw restore_error(s.port->name(), s.progress.position,
+                                    "task " + j.t->id() + ": " + source + " says the store holds offsets below " +
+                                        std::to_string(s.progress.position) + ", but its changelog " + where +
+                                        " ends at " + std::to_string(end) +
+                                        ": the changelog lost records it had acknowledged, or the state directory "
+                                        "belongs to another application. Nothing was restored; delete the task's "
+                                        "folder to rebuild it from what the changelog holds");
+            }
+            lose(j, "standby of task " + j.t->id() + ": store '" + std::string(s.port->name()) + "' holds offsets below " +
+                        std::to_string(s.progress.position) + ", but its changelog " + where +
+                        (past_end ? " now ends at " + std::to_string(end) + " (records it had were lost: an unclean "
+                                                                              "leader election, a topic made again)"
+                                  : " now starts at " + std::to_string(start) + " (records it had not read were deleted)") +
+                        "; the copy is rebuilt from the changelog");
+            s.source.reset();
+            return false;
+        }
+        s.progress.to = std::max(end, s.progress.position);
         s.progress.records_total = s.progress.to - s.progress.from;
         s.finished = false;
         s.lag->set(static_cast<double>(lag_of(s)));
+        return true;
+    }
+
+    /// Stops tailing a stale standby: no store of it is read again, it
+    /// reports no lag (the leader counts it as no copy), and its checkpoint
+    /// goes, so that its replacement starts from an empty folder.
+    void lose(job& j, std::string why) {
+        for (store_job& s : j.stores) s.source.reset();
+        j.t->set_standby_lag(-1);
+        if (!j.t->checkpoint_path.empty()) {
+            std::error_code ec;
+            std::filesystem::remove(j.t->checkpoint_path, ec);
+        }
+        const std::lock_guard lock(mutex_);  // promote() reads `lost`
+        j.lost = true;
+        lost_.push_back({j.t, std::move(why)});
     }
 
     /// Records between where the store is and the end of its current replay.
@@ -298,18 +362,36 @@ private:
                 const std::lock_guard lock(mutex_);
                 current_ = j.t.get();
             }
+            if (j.lost) {
+                // Waiting to be replaced: only a cancel concerns it now.
+                (void)take_promotion(*j.t);
+                const bool dropped = cancelled(*j.t);
+                if (dropped) {
+                    const std::lock_guard lock(mutex_);
+                    jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(i));
+                }
+                release_current();
+                if (!dropped) ++i;
+                continue;
+            }
             if (j.standby && take_promotion(*j.t)) {
-                j.standby = false;
                 prepare_(*j.t);
+                bool whole = true;
                 for (store_job& s : j.stores) {
                     s.progress.from = s.progress.position;  // the promoted restore reports only the rest
                     s.progress.records_done = 0;
                     s.started = clock::now();
                     // Up to the end as of now: a replay opened earlier may end before it.
                     s.source.reset();
-                    open_replay(s);
-                    report(restore_event::phase::start, *j.t, s.progress);
+                    if (!(whole = open_replay(j, s))) break;  // still a standby here: a stale one is lost
                 }
+                if (!whole) {
+                    release_current();
+                    ++i;
+                    continue;
+                }
+                j.standby = false;
+                for (store_job& s : j.stores) report(restore_event::phase::start, *j.t, s.progress);
                 publish_progress(j);
             }
             bool finished = true;
@@ -320,15 +402,21 @@ private:
                         idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
                         continue;
                     }
-                    open_replay(s);
+                    if (!open_replay(j, s)) break;
                 }
                 if (!s.finished) worked = restore_batch(j, s) || worked;
+                if (j.lost) break;
                 finished = finished && s.finished;
                 if (j.standby && s.finished) {
                     // Caught up for now: look again after a while.
                     s.next_replay = clock::now() + tail_interval_;
                     idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
                 }
+            }
+            if (j.lost) {
+                release_current();
+                ++i;
+                continue;
             }
             if (j.standby) {
                 std::int64_t lag = 0;
@@ -369,11 +457,12 @@ private:
     }
 
     /// Applies up to one batch of records; true if it applied any.
-    bool restore_batch(const job& j, store_job& s) {
+    bool restore_batch(job& j, store_job& s) {
         task& t = *j.t;
         const bool standby = j.standby;
         auto& it = s.source->it;
         std::size_t n = 0;
+        std::optional<offset_t> went_back;  // the consumer was reset below the position: the log was truncated
         {
             // Queries of a standby read the stores meanwhile. (Records come
             // in through the changelog's consumer under the lock; the batch
@@ -382,6 +471,10 @@ private:
             while (n < batch_ && it != std::default_sentinel) {
                 const record_view& r = *it;
                 if (r.offset >= s.progress.to) break;
+                if (standby && r.offset < s.progress.position) {
+                    went_back = r.offset;
+                    break;
+                }
                 s.port->restore(r);
                 s.progress.position = r.offset + 1;
                 ++s.progress.records_done;
@@ -389,6 +482,14 @@ private:
                 ++it;
             }
             if (n > 0) s.port->end_restore_batch();
+        }
+        if (went_back) {
+            lose(j, "standby of task " + t.id() + ": store '" + std::string(s.port->name()) + "' read up to offset " +
+                        std::to_string(s.progress.position) + " of its changelog " + s.log->topic() + "[" +
+                        std::to_string(s.log->partition()) + "], which then gave offset " +
+                        std::to_string(*went_back) + " (the log was truncated below it, and read again from its "
+                        "start); the copy is rebuilt from the changelog");
+            return n > 0;
         }
         if (it == std::default_sentinel || s.progress.position >= s.progress.to) {
             s.finished = true;
@@ -427,6 +528,7 @@ private:
     const task* current_ = nullptr;        // the task the restore thread is building or restoring
     std::vector<const task*> cancelled_;  // tasks the processing thread wants back
     std::vector<const task*> promoted_;   // standbys the processing thread made active
+    std::vector<lost_standby> lost_;      // stale standbys, for the processing thread to replace
     std::exception_ptr failure_;
     bool stopping_ = false;
     std::thread thread_;  // last: starts after everything above exists

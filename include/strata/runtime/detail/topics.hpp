@@ -12,7 +12,6 @@
 #include <strata/runtime/config.hpp>
 
 #include <cstdint>
-#include <iostream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -92,15 +91,10 @@ private:
 
     void ensure(const std::string& topic, const kafka::topic_options& o) {
         if (kafka::ensure_topic(topic, o) == kafka::topic_status::created && kafka::replication_of(topic, o) == 1)
-            warn("topic " + topic + " was created with one replica (replication factor " +
+            c_->warn("topic " + topic + " was created with one replica (replication factor " +
                  std::to_string(o.replication_factor) + (o.replication_factor < 0 ? ": the broker's default" : "") +
                  "): it is lost with its broker's disk; set changelog_replication_factor, or the broker's "
                  "default.replication.factor, to 3 in production");
-    }
-
-    void warn(const std::string& what) const {
-        if (c_->on_warning) c_->on_warning(what);
-        else std::clog << "strata: warning: " << what << '\n';
     }
 
     const application_config* c_;
