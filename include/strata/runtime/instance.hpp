@@ -18,9 +18,12 @@
 /// What decides lives in detail/, with no Kafka in it, tested alone and by
 /// the simulation (test/runtime/unit/): who leads and what it decides
 /// (leader.hpp), what a reader accepts (coordination_state.hpp), what an
-/// instance does with a decision and whom it fences (handoff.hpp), and when
-/// it may write under at-least-once (lease.hpp). This class carries those
-/// out over librdkafka.
+/// instance does with a decision and whom it fences (handoff.hpp), when it
+/// may write and how it commits (lease.hpp, committer.hpp), and its active
+/// and standby tasks (task_manager.hpp). Over librdkafka: the group
+/// membership (group_consumer.hpp), the takeover before a restore
+/// (takeover.hpp) and the topics it makes (topics.hpp). This class holds
+/// them together for one run() and carries out what they decide.
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
