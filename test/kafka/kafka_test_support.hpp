@@ -77,6 +77,53 @@ inline std::string make_topic(const std::string& what, std::int32_t partitions =
     return topic;
 }
 
+/// Sets a topic's cleanup.policy (AlterConfigs: its other settings go back to their defaults).
+inline void set_cleanup_policy(const std::string& topic, const std::string& policy) {
+    namespace k = strata::kafka;
+    k::topic_options o;
+    o.bootstrap_servers = bootstrap();
+    const k::client admin = k::detail::admin_client(o);
+    rd_kafka_ConfigResource_t* res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+    REQUIRE(rd_kafka_ConfigResource_set_config(res, "cleanup.policy", policy.c_str()) == RD_KAFKA_RESP_ERR_NO_ERROR);
+    const k::unique_queue q(rd_kafka_queue_new(admin.get()));
+    rd_kafka_AlterConfigs(admin.get(), &res, 1, nullptr, q.get());
+    rd_kafka_ConfigResource_destroy(res);
+    const k::unique_event ev =
+        k::detail::await_admin(q.get(), RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, o.timeout, "alter configs of " + topic);
+    std::size_t n = 0;
+    const rd_kafka_ConfigResource_t** r =
+        rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev.get()), &n);
+    REQUIRE(n == 1);
+    REQUIRE(rd_kafka_ConfigResource_error(r[0]) == RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
+/// Deletes the records of topic[partition] below `before` (the log start
+/// offset moves there), as an operator's DeleteRecords does. The broker
+/// deletes records only of a topic with the delete policy: a compacted one
+/// is `compact,delete` meanwhile.
+inline void delete_records_before(const std::string& topic, std::int32_t partition, std::int64_t before) {
+    namespace k = strata::kafka;
+    set_cleanup_policy(topic, "compact,delete");
+    k::topic_options o;
+    o.bootstrap_servers = bootstrap();
+    const k::client admin = k::detail::admin_client(o);
+    const k::unique_partition_list l(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition)->offset = before;
+    rd_kafka_DeleteRecords_t* request = rd_kafka_DeleteRecords_new(l.get());
+    const k::unique_queue q(rd_kafka_queue_new(admin.get()));
+    rd_kafka_DeleteRecords(admin.get(), &request, 1, nullptr, q.get());
+    rd_kafka_DeleteRecords_destroy(request);
+    const k::unique_event ev =
+        k::detail::await_admin(q.get(), RD_KAFKA_EVENT_DELETERECORDS_RESULT, o.timeout, "delete records of " + topic);
+    const rd_kafka_topic_partition_list_t* done =
+        rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev.get()));
+    REQUIRE(done != nullptr);
+    REQUIRE(done->cnt == 1);
+    REQUIRE(done->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR);
+    REQUIRE(done->elems[0].offset == before);
+    set_cleanup_policy(topic, "compact");
+}
+
 inline strata::kafka::kafka_changelog_options log_options(const std::string& topic, std::int32_t partition = 0) {
     strata::kafka::kafka_changelog_options o;
     o.bootstrap_servers = bootstrap();

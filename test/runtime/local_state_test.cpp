@@ -10,6 +10,9 @@
 #include <strata/runtime/state_directory.hpp>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
+#include <utility>
 
 using namespace runtime_test;
 
@@ -141,75 +144,129 @@ TEST_CASE("runtime: a checkpoint past the changelog's end stops the instance wit
     CHECK(out.find("-changelog[0] ends at") != std::string::npos);
 }
 
+namespace {
+
+/// Two instances of one application over one input partition, with a
+/// standby each, exactly-once, persistent stores: instance one has run 200
+/// inputs to a clean stop, and instance two's folder is a copy of one's with
+/// its checkpoint rewritten (to an offset the test picks from the real one).
+struct standby_copy {
+    test_support::temp_dir dir;
+    std::string app = kafka_test::unique_name("stale-standby");
+    std::string input = kafka_test::make_topic("stale-in", 1, {{"cleanup.policy", "delete"}});
+    std::string output = kafka_test::make_topic("stale-out", 1, {{"cleanup.policy", "delete"}});
+    input_writer in{input, 1};
+    std::int64_t next = 0;
+    std::int64_t checkpointed = 0;  // instance one's checkpoint after its first run
+
+    explicit standby_copy(const std::function<std::int64_t(std::int64_t)>& rewrite) {
+        write(200);
+        {
+            instance_process first(args("one"), dir / "first.log");
+            REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
+            first.kill(SIGTERM);
+            const int status = first.wait();
+            INFO(first.output());
+            REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+        }
+        std::filesystem::copy(dir / "one", dir / "two", std::filesystem::copy_options::recursive);
+        strata::checkpoint_file file(dir / "two" / app / "task-0" / ".checkpoint");
+        const auto entries = file.entries();
+        REQUIRE(entries.size() == 1);
+        checkpointed = static_cast<std::int64_t>(entries.begin()->second);
+        REQUIRE(checkpointed >= 200);
+        file.save(entries.begin()->first.first, entries.begin()->first.second,
+                  static_cast<strata::offset_t>(rewrite(checkpointed)));
+    }
+
+    [[nodiscard]] std::vector<std::string> args(const std::string& instance) const {
+        return {"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input, "--output", output,
+                "--state", (dir / instance).string(), "--instance", instance, "--commit-ms", "200", "--persistent",
+                "--no-cache", "--exactly-once", "--standbys", "1"};
+    }
+
+    void write(std::int64_t n) {
+        for (const std::int64_t end = next + n; next < end; ++next) in.write(next, 20);
+        in.flush();
+    }
+
+    /// Starts one (it runs task 0: it had it, and comes first), then two (its standby).
+    std::pair<std::unique_ptr<instance_process>, std::unique_ptr<instance_process>> start_both() {
+        auto one = std::make_unique<instance_process>(args("one"), dir / "one.log");
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (restores(*one).empty() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(50ms);
+        REQUIRE_FALSE(restores(*one).empty());
+        return {std::move(one), std::make_unique<instance_process>(args("two"), dir / "two.log")};
+    }
+};
+
+/// How often `p` said so far that it rebuilt a standby, after waiting up to
+/// `timeout` for the first time.
+std::size_t rebuilds(const instance_process& p, std::chrono::seconds timeout) {
+    const auto count = [&] {
+        std::size_t n = 0;
+        for (const auto& l : p.lines()) n += l.find("the copy is rebuilt") != std::string::npos ? 1 : 0;
+        return n;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (count() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+    return count();
+}
+
+}  // namespace
+
 TEST_CASE("runtime: a standby whose changelog ends below its store is rebuilt, counted, and takes over with every value",
           "[kafka][runtime][local-state][standby]") {
     // Instance two's copy of task 0 claims far more of the changelog than
-    // the changelog holds (its checkpoint is made so, as an unclean leader
-    // election leaves it). Followed from there it would read nothing, report
-    // lag 0, and on takeover run on without what came in meanwhile: the
-    // output, compared record for record with an uninterrupted run, shows it.
-    test_support::temp_dir dir;
-    const std::string app = kafka_test::unique_name("stale-standby");
-    const std::string input = kafka_test::make_topic("stale-in", 1, {{"cleanup.policy", "delete"}});
-    const std::string output = kafka_test::make_topic("stale-out", 1, {{"cleanup.policy", "delete"}});
-    const auto args = [&](const std::string& instance, const std::filesystem::path& state) {
-        return std::vector<std::string>{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input,
-                                        "--output", output, "--state", state.string(), "--instance", instance,
-                                        "--commit-ms", "200", "--persistent", "--no-cache", "--exactly-once",
-                                        "--standbys", "1"};
-    };
-    input_writer in(input, 1);
-    std::int64_t next = 0;
-    const auto write = [&](std::int64_t n) {
-        for (const std::int64_t end = next + n; next < end; ++next) in.write(next, 20);
-        in.flush();
-    };
-    write(200);
+    // the changelog holds, as an unclean leader election leaves it. Followed
+    // from there it would read nothing, report lag 0, and on takeover run on
+    // without what came in meanwhile: the output, compared record for record
+    // with an uninterrupted run, shows it.
+    standby_copy s([](std::int64_t offset) { return offset + 1'000'000; });
+    auto [one, two] = s.start_both();
     {
-        instance_process first(args("one", dir / "one"), dir / "first.log");
-        REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return first.running(); }));
-        first.kill(SIGTERM);
-        const int status = first.wait();
-        INFO(first.output());
-        REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
-    // Instance two's folder: a copy of one's, its checkpoint far past the changelog's end.
-    std::filesystem::copy(dir / "one", dir / "two", std::filesystem::copy_options::recursive);
-    strata::checkpoint_file file(dir / "two" / app / "task-0" / ".checkpoint");
-    const auto entries = file.entries();
-    REQUIRE_FALSE(entries.empty());
-    for (const auto& [key, offset] : entries) file.save(key.first, key.second, offset + 1'000'000);
-
-    instance_process one(args("one", dir / "one"), dir / "one.log");
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (restores(one).empty() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
-    REQUIRE_FALSE(restores(one).empty());  // one runs task 0: two gets its standby
-    instance_process two(args("two", dir / "two"), dir / "two.log");
-    const auto said_rebuilt = [&] { return two.output().find("the copy is rebuilt") != std::string::npos; };
-    const auto warned_by = std::chrono::steady_clock::now() + 20s;
-    while (!said_rebuilt() && two.running() && std::chrono::steady_clock::now() < warned_by)
-        std::this_thread::sleep_for(50ms);
-    {
-        INFO(two.output());
-        CHECK(said_rebuilt());
-        CHECK(two.output().find("now ends at") != std::string::npos);
+        const std::size_t said = rebuilds(*two, 20s);
+        INFO(two->output());
+        CHECK(said == 1);
+        CHECK(two->output().find("now ends at") != std::string::npos);
     }
 
-    write(200);
-    REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return one.running() && two.running(); }));
+    s.write(200);
+    REQUIRE(await_committed(s.app, s.input, s.in.written(), 60s, [&] { return one->running() && two->running(); }));
     std::this_thread::sleep_for(1s);  // the standby reads the new changelog records
-    one.kill(SIGKILL);
-    (void)one.wait();
-    write(100);
-    REQUIRE(await_committed(app, input, in.written(), 60s, [&] { return two.running(); }));
-    INFO(two.output());
+    one->kill(SIGKILL);
+    (void)one->wait();
+    s.write(100);
+    REQUIRE(await_committed(s.app, s.input, s.in.written(), 60s, [&] { return two->running(); }));
+    INFO(two->output());
     // Two took over from its rebuilt copy: little was left to restore.
     std::string started;
-    for (const auto& l : two.lines())
+    for (const auto& l : two->lines())
         if (l.rfind("started task=0", 0) == 0) started = l;
     REQUIRE_FALSE(started.empty());
     CHECK(field(started, "restored") < 100);
-    two.kill(SIGTERM);
-    (void)two.wait();
-    require_output_of_an_uninterrupted_run(output, in.written());
+    two->kill(SIGTERM);
+    (void)two->wait();
+    require_output_of_an_uninterrupted_run(s.output, s.in.written());
+}
+
+TEST_CASE("runtime: a standby whose changelog now starts above its store is rebuilt once, from the new start",
+          "[kafka][runtime][local-state][standby]") {
+    // Two's copy holds the changelog up to half of it; the records from there
+    // to the end are deleted before two starts. Its copy missed what they
+    // said, and cannot learn it: it is rebuilt from what the changelog holds.
+    standby_copy s([](std::int64_t offset) { return offset / 2; });
+    kafka_test::delete_records_before(strata::kafka::changelog_topic_name(s.app, "totals"), 0, s.checkpointed);
+    auto [one, two] = s.start_both();
+    const std::size_t said = rebuilds(*two, 20s);
+    std::this_thread::sleep_for(2s);  // a rebuilt copy that were still stale would be rebuilt again
+    INFO(two->output());
+    CHECK(said == 1);
+    CHECK(rebuilds(*two, 0s) == 1);
+    const std::string out = two->output();
+    CHECK(out.find("now starts at " + std::to_string(s.checkpointed)) != std::string::npos);
+    CHECK(out.find("holds offsets below " + std::to_string(s.checkpointed / 2)) != std::string::npos);
+    CHECK(two->running());
+    CHECK(one->running());
 }
