@@ -185,8 +185,10 @@ public:
     [[nodiscard]] std::uint64_t acknowledged() const noexcept { return tracker_->acked; }
     [[nodiscard]] producer& writer() noexcept { return *producer_; }
 
-private:
+    /// @brief "topic[partition]", as messages name it.
     [[nodiscard]] std::string where() const { return opts_.topic + "[" + std::to_string(opts_.partition) + "]"; }
+
+private:
 
     void throw_if_failed() const {
         if (!tracker_->has_failed()) return;

@@ -302,7 +302,7 @@ private:
         // there is. A standby that held the deleted part missed its updates.
         const bool before_start = j.standby && s.progress.position > 0 && s.progress.position < start;
         if (past_end || before_start) {
-            const std::string where = s.log->topic() + "[" + std::to_string(s.log->partition()) + "]";
+            const std::string where = s.log->where();
             if (!j.standby) {
                 const std::string source = s.progress.position == s.progress.from && !j.t->checkpoint_path.empty()
                                                ? "the checkpoint " + j.t->checkpoint_path.string()
@@ -485,9 +485,8 @@ private:
         }
         if (went_back) {
             lose(j, "standby of task " + t.id() + ": store '" + std::string(s.port->name()) + "' read up to offset " +
-                        std::to_string(s.progress.position) + " of its changelog " + s.log->topic() + "[" +
-                        std::to_string(s.log->partition()) + "], which then gave offset " +
-                        std::to_string(*went_back) + " (the log was truncated below it, and read again from its "
+                        std::to_string(s.progress.position) + " of its changelog " + s.log->where() +
+                        ", which then gave offset " + std::to_string(*went_back) + " (the log was truncated below it, and read again from its "
                         "start); the copy is rebuilt from the changelog");
             return n > 0;
         }
