@@ -10,12 +10,11 @@
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
 #include <strata/runtime/detail/committer.hpp>
+#include <strata/runtime/detail/instance_producer.hpp>
 #include <strata/runtime/output.hpp>
 
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <optional>
 #include <vector>
 
 #include <librdkafka/rdkafka.h>
@@ -24,10 +23,9 @@ namespace strata::runtime::detail {
 
 class kafka_commit_port final : public commit_port {
 public:
-    /// The references are the instance's: its producer changes after it was fenced.
-    kafka_commit_port(rd_kafka_t* consumer, output& out, std::optional<kafka::exactly_once>& eos,
-                      std::shared_ptr<kafka::producer>& producer)
-        : consumer_(consumer), out_(&out), eos_(&eos), producer_(&producer) {}
+    /// The producer is the instance's: it changes after it was fenced.
+    kafka_commit_port(rd_kafka_t* consumer, output& out, instance_producer& producer)
+        : consumer_(consumer), out_(&out), producer_(&producer) {}
 
     void flush_output() override { out_->flush(); }
 
@@ -45,9 +43,9 @@ public:
         const kafka::unique_partition_list l = to_list(offsets);
         const kafka::unique_group_metadata group(rd_kafka_consumer_group_metadata(consumer_));
         try {
-            (*eos_)->commit(l.get(), group.get());
+            producer_->transaction().commit(l.get(), group.get());
         } catch (const kafka::kafka_error& e) {
-            if ((*producer_)->fatal_error() || e.code() == RD_KAFKA_RESP_ERR__FENCED ||
+            if (producer_->get()->fatal_error() || e.code() == RD_KAFKA_RESP_ERR__FENCED ||
                 e.code() == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || e.code() == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
                 throw;  // a newer instance owns the work
             return transaction_end::aborted;
@@ -55,7 +53,7 @@ public:
         return transaction_end::committed;
     }
 
-    void begin_transaction() override { (*eos_)->begin(); }
+    void begin_transaction() override { producer_->transaction().begin(); }
 
 private:
     static kafka::unique_partition_list to_list(const std::vector<offset_to_commit>& offsets) {
@@ -74,8 +72,7 @@ private:
 
     rd_kafka_t* consumer_;
     output* out_;
-    std::optional<kafka::exactly_once>* eos_;
-    std::shared_ptr<kafka::producer>* producer_;
+    instance_producer* producer_;
 };
 
 }  // namespace strata::runtime::detail

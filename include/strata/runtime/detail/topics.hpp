@@ -10,6 +10,7 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/runtime/config.hpp>
+#include <strata/runtime/coordination.hpp>
 
 #include <cstdint>
 #include <mutex>
@@ -51,11 +52,14 @@ public:
         return topic;
     }
 
-    void ensure_coordination(const std::string& topic) {
+    /// Makes sure the coordination topic exists and returns its name.
+    std::string ensure_coordination() {
+        std::string topic = coordination_topic_name(c_->application_id);
         kafka::topic_options o = options(1);
         o.topic_configs = {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "0.1"}, {"segment.ms", "600000"}};
         const std::lock_guard lock(mutex_);
         ensure(topic, o);
+        return topic;
     }
 
     void ensure_dead_letters() {

@@ -1,0 +1,264 @@
+#pragma once
+/// @file
+/// @brief One instance on the coordination topic: it reads what every
+/// instance and leader wrote there, publishes this instance's status, and,
+/// while the group makes it the leader, lists the members and publishes
+/// the leader's decisions (the decisions themselves: leader.hpp).
+///
+/// It refuses, before anything else of the instance starts, to run beside
+/// a live process with the same instance id: see the constructor.
+
+#include <strata/runtime/config.hpp>
+#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination_log.hpp>
+#include <strata/runtime/detail/group_watch.hpp>
+#include <strata/runtime/detail/handoff.hpp>
+#include <strata/runtime/detail/leader.hpp>
+#include <strata/runtime/task.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace strata::runtime::detail {
+
+class coordinator {
+public:
+    using clock = std::chrono::steady_clock;
+
+    /// Reads the topic to its end and refuses to go on when another live
+    /// process publishes statuses under this instance id.
+    /// @param tasks the application's number of tasks (input partitions)
+    /// @param rebalance_log called when the leader notices the membership change
+    /// @throws usage_error naming both processes, for a duplicate instance id
+    coordinator(const application_config& c, const std::string& topic, std::int32_t tasks,
+                const std::function<void(std::int64_t)>& rebalance_log)
+        : c_(&c),
+          reader_(c.bootstrap_servers, topic, c.consumer_settings),
+          writer_(c.bootstrap_servers, topic, writer_settings(c)),
+          watch_(c.bootstrap_servers, c.application_id, c.broker_timeout),
+          leader_(leader_settings(c, tasks)),
+          incarnation_(make_incarnation()),
+          started_ms_(wall_clock_ms()),
+          rebalance_log_(&rebalance_log) {
+        reader_.watch_for_duplicates({c.instance_id, incarnation_, started_ms_});
+        refuse_a_running_duplicate();
+    }
+
+    coordinator(const coordinator&) = delete;
+    coordinator& operator=(const coordinator&) = delete;
+
+    [[nodiscard]] const coordination_state& state() const noexcept { return reader_.state(); }
+    [[nodiscard]] detail::leader& leader() noexcept { return leader_; }
+
+    /// This instance's membership of the group, "" while it has none.
+    [[nodiscard]] const std::string& member_id() const noexcept { return member_id_; }
+    void set_member_id(std::string id) {
+        member_id_ = std::move(id);
+        status_dirty_ = true;
+    }
+
+    /// Reads what is new on the topic.
+    /// @returns whether anything changed
+    /// @throws usage_error when another process turned out to use this instance id
+    bool read() {
+        const bool changed = reader_.poll();
+        throw_if_duplicate();
+        return changed;
+    }
+
+    /// What the topic's writes came to since the last call.
+    struct writes {
+        bool acknowledged = false;  // the cluster acknowledged some: it is reachable
+        bool lost = false;          // some failed (the partition's leader is down, say)
+    };
+    writes poll_writes() {
+        writes w;
+        if (const std::uint64_t acked = writer_.acknowledged(); acked != acknowledged_) {
+            acknowledged_ = acked;
+            w.acknowledged = true;
+        }
+        if (writer_.poll() > 0) {
+            // Go on with what this instance owns, and publish again.
+            w.lost = true;
+            status_dirty_ = true;
+            leader_.writes_lost();
+        }
+        return w;
+    }
+
+    /// The leader's part of one pass: it claims its epoch, watches the
+    /// membership (at once when `group_changed`, else every 250 ms), and
+    /// publishes a decision whenever the membership or a status changes it.
+    void lead(clock::time_point now, bool group_changed) {
+        if (!leader_.elected()) return;
+        if (std::optional<leader_claim> c = leader_.claim_to_write()) writer_.publish(*c);
+        leader_.observe(reader_.state());
+        if (!leader_.leading()) return;
+        if (std::optional<std::vector<group_member>> m = watch_.poll())
+            leader_.members_listed(std::move(*m), describe_sent_);
+        if (group_changed || now >= next_describe_) {
+            if (watch_.request()) describe_sent_ = now;
+            next_describe_ = now + std::chrono::milliseconds(250);
+        }
+        // Decide only once the coordination topic is read to its end.
+        if (!reader_.caught_up()) return;
+        if (std::optional<assignment> a = leader_.decide(reader_.state(), wall_clock_ms())) {
+            if (a->noticed_ms != noticed_ms_) {
+                noticed_ms_ = a->noticed_ms;
+                if (*rebalance_log_) (*rebalance_log_)(noticed_ms_);
+            }
+            writer_.publish(*a);
+        }
+        for (const std::string& gone : leader_.statuses_to_remove(reader_.state(), now)) writer_.remove_status(gone);
+    }
+
+    /// A leader that stops decides once more, for the others, when it reads
+    /// its withdrawal back: its tasks then move at once, not after the group
+    /// has noticed it left (up to a heartbeat interval) and its successor
+    /// has claimed and listed the members (a stop took 1.2 to 3.5 s so).
+    /// Safe as any decision: it runs nothing now, the others still wait for
+    /// each other's statuses, and a successor's claim outranks it.
+    void decide_once_more() {
+        if (!leader_.leading()) return;
+        const auto deadline = clock::now() + std::chrono::seconds(2);
+        while (!reader_.state().withdrew(c_->instance_id, member_id_)) {
+            if (clock::now() >= deadline) return;
+            (void)writer_.poll();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            (void)reader_.poll();
+        }
+        leader_.observe(reader_.state());
+        if (!leader_.leading()) return;
+        if (std::optional<assignment> a = leader_.decide(reader_.state(), wall_clock_ms())) {
+            if (*rebalance_log_) (*rebalance_log_)(a->noticed_ms);
+            writer_.publish(*a);
+        }
+    }
+
+    /// The last decision this instance acted on (published with its status).
+    void acted_on(decision_id id) {
+        if (acted_ == id) return;
+        acted_ = id;
+        status_dirty_ = true;
+    }
+
+    /// Under exactly-once, the producers to fence before a task the
+    /// decision `a` gives here restores (see handoff.hpp).
+    [[nodiscard]] std::vector<fence_target> predecessors_to_fence(const assignment& a) const {
+        return fence_targets(a, reader_.state(), c_->instance_id);
+    }
+
+    /// Publishes a status again at the next chance (its tasks changed).
+    void status_changed() noexcept { status_dirty_ = true; }
+
+    /// Whether a status is due: something changed, or 500 ms passed.
+    [[nodiscard]] bool status_due(clock::time_point now) const noexcept {
+        return status_dirty_ || now >= next_status_;
+    }
+
+    /// Publishes `s` as this instance's status, with its identity, membership
+    /// and last decision filled in (the caller gives its tasks).
+    void publish_status(instance_status s) {
+        s.instance = c_->instance_id;
+        s.member_id = member_id_;
+        s.incarnation = incarnation_;
+        s.started_ms = started_ms_;
+        s.endpoint = c_->endpoint;
+        s.published_ms = wall_clock_ms();
+        s.acted_epoch = acted_.epoch;
+        s.acted_version = acted_.version;
+        writer_.publish(s);
+        status_dirty_ = false;
+        next_status_ = clock::now() + std::chrono::milliseconds(500);
+    }
+
+    /// Waits for what was published to be written (at the end of a run).
+    void flush() { writer_.flush(); }
+
+private:
+    /// When the coordination topic's last word under this instance id is
+    /// another process's, and not a withdrawal, that process crashed or
+    /// still runs. Watch its statuses for a moment (it publishes every
+    /// 500 ms): one that still runs is found before anything of this one
+    /// (its producer) fences anything of it.
+    void refuse_a_running_duplicate() {
+        const auto deadline = clock::now() + c_->broker_timeout;
+        while (!reader_.caught_up() && clock::now() < deadline) {
+            (void)reader_.poll();
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        const instance_status* last = reader_.state().status_of(c_->instance_id);
+        if (last == nullptr || last->withdrawn || last->incarnation == incarnation_) return;
+        publish_status({});
+        const auto watch_until = clock::now() + std::chrono::milliseconds(1'500);
+        while (clock::now() < watch_until) {
+            (void)reader_.poll();
+            throw_if_duplicate();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+
+    void throw_if_duplicate() const {
+        if (const auto& other = reader_.state().duplicates()->conflict())
+            throw usage_error("strata::runtime: another process runs with instance id " + c_->instance_id +
+                              " (incarnation " + other->incarnation + ", started at " +
+                              std::to_string(other->started_ms) + " ms, endpoint '" + other->endpoint +
+                              "'; this one: incarnation " + incarnation_ + ", started at " +
+                              std::to_string(started_ms_) + " ms): every instance needs an id of its own. "
+                              "This one, the later, stops");
+    }
+
+    [[nodiscard]] static std::string make_incarnation() {
+        std::random_device rd;
+        const std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+        std::array<char, 17> hex{};
+        (void)std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(r));
+        return hex.data();
+    }
+
+    [[nodiscard]] static kafka::settings writer_settings(const application_config& c) {
+        kafka::settings s = c.producer_settings;
+        s.try_emplace("message.timeout.ms", std::to_string(c.broker_timeout.count()));
+        return s;
+    }
+
+    [[nodiscard]] static leader_options leader_settings(const application_config& c, std::int32_t tasks) {
+        leader_options o;
+        o.instance = c.instance_id;
+        o.tasks = tasks;
+        o.standby_replicas = c.standby_replicas;
+        o.acceptable_lag = c.acceptable_standby_lag;
+        o.status_retention = std::max<std::chrono::milliseconds>(6 * c.session_timeout, std::chrono::minutes(1));
+        return o;
+    }
+
+    const application_config* c_;
+    coordination_reader reader_;
+    coordination_writer writer_;
+    group_watch watch_;
+    detail::leader leader_;
+    std::string incarnation_;  // unique to this run
+    std::int64_t started_ms_;
+    const std::function<void(std::int64_t)>* rebalance_log_;
+
+    std::string member_id_;
+    decision_id acted_{};
+    bool status_dirty_ = true;
+    std::uint64_t acknowledged_ = 0;  // publications acknowledged so far
+    std::int64_t noticed_ms_ = 0;
+    clock::time_point describe_sent_{};
+    clock::time_point next_describe_{};
+    clock::time_point next_status_{};
+};
+
+}  // namespace strata::runtime::detail

@@ -1,0 +1,128 @@
+#pragma once
+/// @file
+/// @brief The producer of one instance: plain under at-least-once, or
+/// transactional under exactly-once with the transactional id
+/// `<application_id>-<instance_id>`, and its renewal after it was fenced.
+///
+/// Every task's changelogs and outputs write through it, and the committer
+/// commits its transactions (kafka_commit_port.hpp). After a fencing the
+/// instance drops every task (each holds the fenced producer), calls
+/// `renew()`, and the tasks restore again on the new one.
+
+#include <strata/kafka/error.hpp>
+#include <strata/kafka/producer.hpp>
+#include <strata/kafka/transaction.hpp>
+#include <strata/runtime/config.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <librdkafka/rdkafka.h>
+
+namespace strata::runtime::detail {
+
+class instance_producer {
+public:
+    using clock = std::chrono::steady_clock;
+
+    /// Starts the producer (and its first transaction, under exactly-once).
+    explicit instance_producer(const application_config& c) : c_(&c) { start(); }
+
+    instance_producer(const instance_producer&) = delete;
+    instance_producer& operator=(const instance_producer&) = delete;
+
+    [[nodiscard]] bool exactly_once() const noexcept { return eos_.has_value(); }
+
+    /// The producer as it is now (it changes in `renew()`).
+    [[nodiscard]] const std::shared_ptr<kafka::producer>& get() const noexcept { return producer_; }
+
+    /// Under exactly-once only.
+    [[nodiscard]] kafka::exactly_once& transaction() { return *eos_; }
+
+    /// "" under at-least-once.
+    [[nodiscard]] std::string transactional_id() const {
+        return eos_ ? transactional_id_of(*c_) : std::string();
+    }
+
+    [[nodiscard]] static std::string transactional_id_of(const application_config& c) {
+        return c.application_id + "-" + c.instance_id;
+    }
+
+    /// Whether the transactional producer was fenced: another instance took
+    /// over a task of this one, or a process started with its instance id.
+    [[nodiscard]] bool fenced() const {
+        if (!eos_ || !producer_) return false;
+        std::array<char, 256> why{};
+        const rd_kafka_resp_err_t err = rd_kafka_fatal_error(producer_->get(), why.data(), why.size());
+        return err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+               err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+    }
+
+    /// A new producer takes the transactional id back. Nothing may hold the
+    /// old one's transaction any more.
+    /// @throws kafka::kafka_error after more than 10 renewals within a minute:
+    ///         another process runs with this instance id, most likely
+    void renew(clock::time_point now = clock::now()) {
+        std::erase_if(renewals_, [&](clock::time_point t) { return now - t > std::chrono::minutes(1); });
+        renewals_.push_back(now);
+        if (renewals_.size() > 10)
+            throw kafka::kafka_error("strata::runtime: the producer of " + c_->instance_id +
+                                         " was fenced more than 10 times within a minute: is another process "
+                                         "running with instance id " + c_->instance_id + "?",
+                                     RD_KAFKA_RESP_ERR__FENCED);
+        eos_.reset();
+        producer_.reset();
+        start();
+    }
+
+    /// Aborts the open transaction, if any. A fenced or failed producer's
+    /// transaction ends with it.
+    void abandon() noexcept {
+        if (!eos_) return;
+        try {
+            eos_->abort();
+        } catch (...) {
+        }
+    }
+
+    /// Aborts the open transaction (if any) and opens the next one.
+    void abandon_and_begin() {
+        if (!eos_) return;
+        abandon();
+        eos_->begin();
+    }
+
+private:
+    void start() {
+        kafka::producer_options o;
+        o.bootstrap_servers = c_->bootstrap_servers;
+        o.extra = c_->producer_settings;
+        const bool eos = c_->guarantee == processing_guarantee::exactly_once;
+        auto delivery_timeout = c_->broker_timeout;
+        if (eos) delivery_timeout = std::min(delivery_timeout, c_->transaction_timeout);  // librdkafka requires it
+        if (!o.extra.contains("message.timeout.ms"))
+            o.extra["message.timeout.ms"] = std::to_string(delivery_timeout.count());
+        if (eos) {
+            o.transactional_id = transactional_id_of(*c_);
+            o.extra["transaction.timeout.ms"] = std::to_string(c_->transaction_timeout.count());
+            eos_.emplace(std::move(o), c_->broker_timeout);
+            producer_ = eos_->shared_producer();
+            eos_->begin();
+        } else {
+            producer_ = std::make_shared<kafka::producer>(std::move(o));
+        }
+    }
+
+    const application_config* c_;
+    std::optional<kafka::exactly_once> eos_;
+    std::shared_ptr<kafka::producer> producer_;
+    std::vector<clock::time_point> renewals_;  // in the last minute
+};
+
+}  // namespace strata::runtime::detail

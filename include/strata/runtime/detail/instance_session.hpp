@@ -1,0 +1,91 @@
+#pragma once
+/// @file
+/// @brief What one `instance::run()` builds (instance.hpp), in the order it
+/// is built, and tears down in reverse.
+///
+/// The order matters: the coordinator refuses a duplicate instance id
+/// before the producer could fence anything of the other process; the
+/// group consumer joins only once the producer, the outputs and the
+/// topics exist; the reaper outlives the restore thread, which hands it
+/// what it lets go of.
+
+#include <strata/metrics/registry.hpp>
+#include <strata/runtime/config.hpp>
+#include <strata/runtime/detail/committer.hpp>
+#include <strata/runtime/detail/coordinator.hpp>
+#include <strata/runtime/detail/group_consumer.hpp>
+#include <strata/runtime/detail/instance_producer.hpp>
+#include <strata/runtime/detail/kafka_commit_port.hpp>
+#include <strata/runtime/detail/reaper.hpp>
+#include <strata/runtime/detail/takeover.hpp>
+#include <strata/runtime/detail/topics.hpp>
+#include <strata/runtime/output.hpp>
+#include <strata/runtime/restorer.hpp>
+#include <strata/runtime/state_directory.hpp>
+#include <strata/runtime/task_context.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace strata::runtime::detail {
+
+struct instance_session {
+    /// What the session calls back into its instance.
+    struct hooks {
+        restorer::build_fn build;                          // a task's stores, on the restore thread
+        restore_callback on_restore;                       // restore progress
+        const std::function<void(std::int64_t)>* rebalance_log = nullptr;  // the leader noticed a change
+    };
+
+    /// @throws what any part throws on its way up (a broker unreachable, a
+    ///         state directory in use, a duplicate instance id, ...); the
+    ///         parts built so far go again
+    instance_session(const application_config& c, instance_topics& topics, metrics::registry& reg, hooks h)
+        : dir(c.state_dir, c.application_id),
+          partitions(topics.check_inputs()),
+          coordination(topics.ensure_coordination()),
+          coord(c, coordination, partitions, *h.rebalance_log),
+          producer(c),
+          out(producer.get()),
+          env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); }},
+          consumer(c, coordination, coord.leader()),
+          commit_port(consumer.get(), out, producer),
+          committer(committer_settings(c, coordination), commit_port, reg),
+          takeover(c, reg),
+          restore(std::move(h.build), [this](task& t) { takeover.prepare(t); }, reg, std::move(h.on_restore),
+                  c.restore_batch_records) {
+        if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
+    }
+
+    instance_session(const instance_session&) = delete;
+    instance_session& operator=(const instance_session&) = delete;
+
+    state_directory dir;
+    std::int32_t partitions;   // of every input topic: the application's number of tasks
+    std::string coordination;  // the coordination topic's name
+    coordinator coord;
+    instance_producer producer;
+    output out;
+    task_environment env;
+    group_consumer consumer;
+    kafka_commit_port commit_port;
+    detail::committer committer;  // and the at-least-once lease
+    detail::takeover takeover;
+    detail::reaper reaper;  // outlives the restore thread
+    restorer restore;
+
+private:
+    static committer_options committer_settings(const application_config& c, const std::string& lease_topic) {
+        committer_options o;
+        o.exactly_once = c.guarantee == processing_guarantee::exactly_once;
+        o.instance = c.instance_id;
+        o.input_topics = c.input_topics;
+        o.session_timeout = c.session_timeout;
+        o.lease_topic = lease_topic;
+        return o;
+    }
+};
+
+}  // namespace strata::runtime::detail
