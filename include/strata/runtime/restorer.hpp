@@ -9,6 +9,7 @@
 #include <strata/metrics/registry.hpp>
 #include <strata/restore/checkpoint.hpp>
 #include <strata/restore/restore.hpp>
+#include <strata/runtime/detail/store_replay.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>
@@ -152,29 +153,10 @@ public:
 private:
     using clock = std::chrono::steady_clock;
 
-    /// The replay of one store's changelog partition, held still in memory
-    /// (its iterator points into it).
-    struct replay {
-        replay(kafka::kafka_changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
-        kafka::kafka_changelog::replay_range range;
-        kafka::kafka_changelog::replay_range::iterator it;
-    };
-
-    struct store_job {
-        store_port* port;
-        kafka::kafka_changelog* log;
-        std::unique_ptr<replay> source;  // null between two replays
-        restore_progress progress;
-        clock::time_point started;
-        clock::time_point next_replay;  // a standby's next look at its changelog
-        metrics::gauge *total, *done, *rate, *lag;
-        bool finished = false;
-    };
-
     struct job {
         std::shared_ptr<task> t;
         bool standby;
-        std::vector<store_job> stores;
+        std::vector<detail::store_replay> stores;
         bool lost = false;  // a stale standby, waiting to be replaced (see lost_standby)
     };
 
@@ -250,92 +232,59 @@ private:
         if (!standby) prepare_(*j.t);
         std::optional<checkpoint_file> checkpoints;
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
+        j.stores.reserve(j.t->stores().size());
         for (const auto& port : j.t->stores()) {
             kafka::kafka_changelog* log = port->changelog();
             if (log == nullptr) continue;
-            store_job s{port.get(), log, nullptr, {}, clock::now(), clock::now(), nullptr, nullptr, nullptr, nullptr};
-            s.progress.store = port->name();
-            if (const std::optional<offset_t> own = port->committed_offset()) s.progress.from = *own;
-            else if (port->persistent() && checkpoints)
-                s.progress.from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
-            s.progress.position = s.progress.from;
-            const metrics::labels labels{{"task", j.t->id()}, {"store", std::string(port->name())}};
-            s.total = &registry_->gauge_for("strata_task_restore_records_total",
-                                            "Changelog records the running or last restore of a task's store reads at most",
-                                            labels);
-            s.done = &registry_->gauge_for("strata_task_restore_records_restored",
-                                           "Changelog records the running or last restore of a task's store applied",
-                                           labels);
-            s.rate = &registry_->gauge_for("strata_task_restore_records_per_second",
-                                           "Records per second of the running or last restore of a task's store",
-                                           labels);
-            s.lag = &registry_->gauge_for("strata_standby_lag_records",
-                                          "Changelog records a standby task's store is behind its changelog's end",
-                                          labels);
-            if (!open_replay(j, s)) break;
-            s.total->set(static_cast<double>(s.progress.records_total));
-            s.done->set(0);
+            offset_t from = 0;
+            if (const std::optional<offset_t> own = port->committed_offset()) from = *own;
+            else if (port->persistent() && checkpoints) from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
+            detail::store_replay& s = j.stores.emplace_back(*port, *log, from, *registry_, j.t->id());
+            if (!open_to_end(j, s)) break;
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
-            j.stores.push_back(std::move(s));
         }
         if (!standby) publish_progress(j);
         const std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(j));
     }
 
-    /// Reads the store's changelog from where it is up to the end as of now.
-    /// A changelog that no longer holds what the store was built from (it
-    /// ends below the store's position, or starts above it) is found here:
-    /// an active task stops the instance with an error (restoring nothing
-    /// would hide the loss, and the task's folder is the user's to delete);
-    /// a standby is marked lost, to be rebuilt. Only a position beyond
-    /// either end can be seen: a log truncated and written again past the
-    /// position looks like any other.
+    /// Reads the store's changelog from where it is up to the end as of now
+    /// (detail/store_replay.hpp). A changelog that no longer holds what the
+    /// store was built from is found here: an active task stops the instance
+    /// with an error (restoring nothing would hide the loss, and the task's
+    /// folder is the user's to delete); a standby is marked lost, to be rebuilt.
     /// @returns false when the standby is lost
-    bool open_replay(job& j, store_job& s) {
-        s.source = std::make_unique<replay>(*s.log, s.progress.position);
-        const offset_t end = s.source->range.end_offset();
-        const offset_t start = s.source->range.start_offset();
-        const bool past_end = s.progress.position > end;
-        // An active task may restore a changelog whose head was deleted (a
-        // user's compact,delete topic): what it reads from the start is all
-        // there is. A standby that held the deleted part missed its updates.
-        const bool before_start = j.standby && s.progress.position > 0 && s.progress.position < start;
-        if (past_end || before_start) {
-            const std::string where = s.log->where();
-            if (!j.standby) {
-                const std::string source = s.progress.position == s.progress.from && !j.t->checkpoint_path.empty()
-                                               ? "the checkpoint " + j.t->checkpoint_path.string()
-                                               : "the copy kept as a standby";
-                throw restore_error(s.port->name(), s.progress.position,
-                                    "task " + j.t->id() + ": " + source + " says the store holds offsets below " +
-                                        std::to_string(s.progress.position) + ", but its changelog " + where +
-                                        " ends at " + std::to_string(end) +
-                                        ": the changelog lost records it had acknowledged, or the state directory "
-                                        "belongs to another application. Nothing was restored; delete the task's "
-                                        "folder to rebuild it from what the changelog holds");
-            }
-            lose(j, "standby of task " + j.t->id() + ": store '" + std::string(s.port->name()) + "' holds offsets below " +
-                        std::to_string(s.progress.position) + ", but its changelog " + where +
-                        (past_end ? " now ends at " + std::to_string(end) + " (records it had were lost: an unclean "
-                                                                              "leader election, a topic made again)"
-                                  : " now starts at " + std::to_string(start) + " (records it had not read were deleted)") +
-                        "; the copy is rebuilt from the changelog");
-            s.source.reset();
-            return false;
+    bool open_to_end(job& j, detail::store_replay& s) {
+        const detail::store_replay::bounds b = s.open_to_end(j.standby);
+        if (!b.stale()) return true;
+        const std::string where = s.log().where();
+        const offset_t position = s.progress.position;
+        if (!j.standby) {
+            const std::string source = position == s.progress.from && !j.t->checkpoint_path.empty()
+                                           ? "the checkpoint " + j.t->checkpoint_path.string()
+                                           : "the copy kept as a standby";
+            throw restore_error(s.port().name(), position,
+                                "task " + j.t->id() + ": " + source + " says the store holds offsets below " +
+                                    std::to_string(position) + ", but its changelog " + where + " ends at " +
+                                    std::to_string(b.end) +
+                                    ": the changelog lost records it had acknowledged, or the state directory "
+                                    "belongs to another application. Nothing was restored; delete the task's "
+                                    "folder to rebuild it from what the changelog holds");
         }
-        s.progress.to = std::max(end, s.progress.position);
-        s.progress.records_total = s.progress.to - s.progress.from;
-        s.finished = false;
-        s.lag->set(static_cast<double>(lag_of(s)));
-        return true;
+        lose(j, "standby of task " + j.t->id() + ": store '" + std::string(s.port().name()) + "' holds offsets below " +
+                    std::to_string(position) + ", but its changelog " + where +
+                    (b.past_end ? " now ends at " + std::to_string(b.end) +
+                                      " (records it had were lost: an unclean leader election, a topic made again)"
+                                : " now starts at " + std::to_string(b.start) + " (records it had not read were deleted)") +
+                    "; the copy is rebuilt from the changelog");
+        return false;
     }
 
     /// Stops tailing a stale standby: no store of it is read again, it
     /// reports no lag (the leader counts it as no copy), and its checkpoint
     /// goes, so that its replacement starts from an empty folder.
     void lose(job& j, std::string why) {
-        for (store_job& s : j.stores) s.source.reset();
+        for (detail::store_replay& s : j.stores) s.close();
         j.t->set_standby_lag(-1);
         if (!j.t->checkpoint_path.empty()) {
             std::error_code ec;
@@ -344,11 +293,6 @@ private:
         const std::lock_guard lock(mutex_);  // promote() reads `lost`
         j.lost = true;
         lost_.push_back({j.t, std::move(why)});
-    }
-
-    /// Records between where the store is and the end of its current replay.
-    static std::int64_t lag_of(const store_job& s) {
-        return static_cast<std::int64_t>(s.progress.to - std::min(s.progress.position, s.progress.to));
     }
 
     /// One batch for every job in turn; finished active jobs go to the
@@ -377,13 +321,11 @@ private:
             if (j.standby && take_promotion(*j.t)) {
                 prepare_(*j.t);
                 bool whole = true;
-                for (store_job& s : j.stores) {
-                    s.progress.from = s.progress.position;  // the promoted restore reports only the rest
-                    s.progress.records_done = 0;
-                    s.started = clock::now();
-                    // Up to the end as of now: a replay opened earlier may end before it.
-                    s.source.reset();
-                    if (!(whole = open_replay(j, s))) break;  // still a standby here: a stale one is lost
+                for (detail::store_replay& s : j.stores) {
+                    // The promoted restore reports only the rest, up to the
+                    // end as of now: a replay opened earlier may end before it.
+                    s.restart_from_position();
+                    if (!(whole = open_to_end(j, s))) break;  // still a standby here: a stale one is lost
                 }
                 if (!whole) {
                     release_current();
@@ -391,26 +333,26 @@ private:
                     continue;
                 }
                 j.standby = false;
-                for (store_job& s : j.stores) report(restore_event::phase::start, *j.t, s.progress);
+                for (const detail::store_replay& s : j.stores) report(restore_event::phase::start, *j.t, s.progress);
                 publish_progress(j);
             }
             bool finished = true;
-            for (store_job& s : j.stores) {
+            for (detail::store_replay& s : j.stores) {
                 if (cancelled(*j.t)) break;
-                if (!s.source && j.standby) {
-                    if (clock::now() < s.next_replay) {
-                        idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
+                if (!s.open() && j.standby) {
+                    if (clock::now() < s.next_look) {
+                        idle_until = idle_until ? std::min(*idle_until, s.next_look) : s.next_look;
                         continue;
                     }
-                    if (!open_replay(j, s)) break;
+                    if (!open_to_end(j, s)) break;
                 }
-                if (!s.finished) worked = restore_batch(j, s) || worked;
+                if (!s.finished()) worked = restore_batch(j, s) || worked;
                 if (j.lost) break;
-                finished = finished && s.finished;
-                if (j.standby && s.finished) {
+                finished = finished && s.finished();
+                if (j.standby && s.finished()) {
                     // Caught up for now: look again after a while.
-                    s.next_replay = clock::now() + tail_interval_;
-                    idle_until = idle_until ? std::min(*idle_until, s.next_replay) : s.next_replay;
+                    s.next_look = clock::now() + tail_interval_;
+                    idle_until = idle_until ? std::min(*idle_until, s.next_look) : s.next_look;
                 }
             }
             if (j.lost) {
@@ -420,13 +362,13 @@ private:
             }
             if (j.standby) {
                 std::int64_t lag = 0;
-                for (const store_job& s : j.stores) lag = std::max(lag, lag_of(s));
+                for (const detail::store_replay& s : j.stores) lag = std::max(lag, s.lag());
                 j.t->set_standby_lag(lag);  // read by the processing thread's status and by queries
             }
             const bool dropped = cancelled(*j.t);
             if (finished && !dropped && !j.standby) {
                 j.t->timeline.restored_ms = wall_clock_ms();
-                for (const store_job& s : j.stores) j.t->timeline.records_restored += s.progress.records_done;
+                for (const detail::store_replay& s : j.stores) j.t->timeline.records_restored += s.progress.records_done;
             }
             if (dropped || (finished && !j.standby)) {
                 std::shared_ptr<task> t = std::move(j.t);
@@ -449,7 +391,7 @@ private:
     /// Hands queries the progress of an active task's restore, over its stores.
     static void publish_progress(const job& j) {
         std::uint64_t done = 0, total = 0;
-        for (const store_job& s : j.stores) {
+        for (const detail::store_replay& s : j.stores) {
             done += s.progress.records_done;
             total += s.progress.records_total;
         }
@@ -457,54 +399,23 @@ private:
     }
 
     /// Applies up to one batch of records; true if it applied any.
-    bool restore_batch(job& j, store_job& s) {
+    bool restore_batch(job& j, detail::store_replay& s) {
         task& t = *j.t;
-        const bool standby = j.standby;
-        auto& it = s.source->it;
-        std::size_t n = 0;
-        std::optional<offset_t> went_back;  // the consumer was reset below the position: the log was truncated
-        {
-            // Queries of a standby read the stores meanwhile. (Records come
-            // in through the changelog's consumer under the lock; the batch
-            // bounds how long a query waits.)
-            const std::lock_guard lock(t.mutex());
-            while (n < batch_ && it != std::default_sentinel) {
-                const record_view& r = *it;
-                if (r.offset >= s.progress.to) break;
-                if (standby && r.offset < s.progress.position) {
-                    went_back = r.offset;
-                    break;
-                }
-                s.port->restore(r);
-                s.progress.position = r.offset + 1;
-                ++s.progress.records_done;
-                ++n;
-                ++it;
-            }
-            if (n > 0) s.port->end_restore_batch();
+        const detail::store_replay::applied a = s.apply_batch(t.mutex(), batch_, j.standby);
+        if (a.went_back) {
+            lose(j, "standby of task " + t.id() + ": store '" + std::string(s.port().name()) + "' read up to offset " +
+                        std::to_string(s.progress.position) + " of its changelog " + s.log().where() +
+                        ", which then gave offset " + std::to_string(*a.went_back) +
+                        " (the log was truncated below it, and read again from its start); the copy is rebuilt "
+                        "from the changelog");
+            return a.records > 0;
         }
-        if (went_back) {
-            lose(j, "standby of task " + t.id() + ": store '" + std::string(s.port->name()) + "' read up to offset " +
-                        std::to_string(s.progress.position) + " of its changelog " + s.log->where() +
-                        ", which then gave offset " + std::to_string(*went_back) + " (the log was truncated below it, and read again from its "
-                        "start); the copy is rebuilt from the changelog");
-            return n > 0;
-        }
-        if (it == std::default_sentinel || s.progress.position >= s.progress.to) {
-            s.finished = true;
-            s.progress.position = std::max(s.progress.position, s.progress.to);
-            s.source.reset();  // lets go of the changelog's consumer
-        }
-        s.lag->set(static_cast<double>(lag_of(s)));
-        s.done->set(static_cast<double>(s.progress.records_done));
-        const std::chrono::duration<double> elapsed = clock::now() - s.started;
-        if (elapsed.count() > 0) s.rate->set(static_cast<double>(s.progress.records_done) / elapsed.count());
-        if (!standby) {
+        if (!j.standby) {
             publish_progress(j);
-            if (n > 0) report(restore_event::phase::batch, t, s.progress);
-            if (s.finished) report(restore_event::phase::end, t, s.progress);
+            if (a.records > 0) report(restore_event::phase::batch, t, s.progress);
+            if (s.finished()) report(restore_event::phase::end, t, s.progress);
         }
-        return n > 0;
+        return a.records > 0;
     }
 
     void report(restore_event::phase what, const task& t, const restore_progress& p) {

@@ -1,0 +1,166 @@
+#pragma once
+/// @file
+/// @brief The restore of one store of a task from its changelog partition,
+/// a batch at a time (the restore thread, restorer.hpp, takes turns over
+/// many): where it starts, how far it reads, its gauges, and the check that
+/// the changelog still holds what the store was built from.
+
+#include <strata/kafka/changelog.hpp>
+#include <strata/metrics/registry.hpp>
+#include <strata/restore/restore.hpp>
+#include <strata/runtime/task.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace strata::runtime::detail {
+
+class store_replay {
+public:
+    using clock = std::chrono::steady_clock;
+
+    /// @param from the offset the store holds everything below
+    store_replay(store_port& port, kafka::kafka_changelog& log, offset_t from, metrics::registry& reg,
+                 const std::string& task_id)
+        : port_(&port), log_(&log) {
+        progress.store = port.name();
+        progress.from = from;
+        progress.position = from;
+        const metrics::labels labels{{"task", task_id}, {"store", std::string(port.name())}};
+        total_ = &reg.gauge_for("strata_task_restore_records_total",
+                                "Changelog records the running or last restore of a task's store reads at most", labels);
+        done_ = &reg.gauge_for("strata_task_restore_records_restored",
+                               "Changelog records the running or last restore of a task's store applied", labels);
+        rate_ = &reg.gauge_for("strata_task_restore_records_per_second",
+                               "Records per second of the running or last restore of a task's store", labels);
+        lag_ = &reg.gauge_for("strata_standby_lag_records",
+                              "Changelog records a standby task's store is behind its changelog's end", labels);
+        done_->set(0);
+    }
+
+    [[nodiscard]] store_port& port() const noexcept { return *port_; }
+    [[nodiscard]] const kafka::kafka_changelog& log() const noexcept { return *log_; }
+
+    /// Whether a replay is open (none between two looks of a standby).
+    [[nodiscard]] bool open() const noexcept { return source_ != nullptr; }
+    [[nodiscard]] bool finished() const noexcept { return finished_; }
+
+    /// What `open_to_end` found.
+    struct bounds {
+        offset_t start = 0, end = 0;
+        bool past_end = false;      // the store holds offsets the changelog no longer has
+        bool before_start = false;  // (a standby only) records it had not read were deleted
+        [[nodiscard]] bool stale() const noexcept { return past_end || before_start; }
+    };
+
+    /// Opens a replay from the store's position to the changelog's end as
+    /// of now. Only a position beyond either end can be seen: a log
+    /// truncated and written again past the position looks like any other.
+    /// An active task may restore a changelog whose head was deleted (a
+    /// user's compact,delete topic): what it reads from the start is all
+    /// there is. A standby that held the deleted part missed its updates.
+    /// On a stale result nothing stays open.
+    bounds open_to_end(bool standby) {
+        source_ = std::make_unique<replay>(*log_, progress.position);
+        bounds b{source_->range.start_offset(), source_->range.end_offset()};
+        b.past_end = progress.position > b.end;
+        b.before_start = standby && progress.position > 0 && progress.position < b.start;
+        if (b.stale()) {
+            source_.reset();
+            return b;
+        }
+        progress.to = std::max(b.end, progress.position);
+        progress.records_total = progress.to - progress.from;
+        finished_ = false;
+        lag_->set(static_cast<double>(lag()));
+        total_->set(static_cast<double>(progress.records_total));
+        return b;
+    }
+
+    /// Starts a report anew from where the store is (a standby promoted:
+    /// its restore reports only the rest) and lets go of the replay, which
+    /// may end before the changelog does by now.
+    void restart_from_position() {
+        progress.from = progress.position;
+        progress.records_done = 0;
+        started_ = clock::now();
+        source_.reset();
+    }
+
+    /// Lets go of the changelog's consumer.
+    void close() noexcept { source_.reset(); }
+
+    /// Applies up to `batch` records under the task's mutex (queries of a
+    /// standby read the stores meanwhile; the batch bounds their wait).
+    /// @returns the records applied, and for a standby the offset its
+    ///          consumer went back to below the position, if it did: the log
+    ///          was truncated below it and read again from its start
+    struct applied {
+        std::size_t records = 0;
+        std::optional<offset_t> went_back;
+    };
+    applied apply_batch(std::mutex& task_mutex, std::size_t batch, bool standby) {
+        applied a;
+        auto& it = source_->it;
+        {
+            const std::lock_guard lock(task_mutex);
+            while (a.records < batch && it != std::default_sentinel) {
+                const record_view& r = *it;
+                if (r.offset >= progress.to) break;
+                if (standby && r.offset < progress.position) {
+                    a.went_back = r.offset;
+                    break;
+                }
+                port_->restore(r);
+                progress.position = r.offset + 1;
+                ++progress.records_done;
+                ++a.records;
+                ++it;
+            }
+            if (a.records > 0) port_->end_restore_batch();
+        }
+        if (a.went_back) return a;
+        if (it == std::default_sentinel || progress.position >= progress.to) {
+            finished_ = true;
+            progress.position = std::max(progress.position, progress.to);
+            source_.reset();
+        }
+        lag_->set(static_cast<double>(lag()));
+        done_->set(static_cast<double>(progress.records_done));
+        const std::chrono::duration<double> elapsed = clock::now() - started_;
+        if (elapsed.count() > 0) rate_->set(static_cast<double>(progress.records_done) / elapsed.count());
+        return a;
+    }
+
+    /// Records between where the store is and the end of its current replay.
+    [[nodiscard]] std::int64_t lag() const noexcept {
+        return static_cast<std::int64_t>(progress.to - std::min(progress.position, progress.to));
+    }
+
+    restore_progress progress;
+    clock::time_point next_look{};  // a standby's next look at its changelog
+
+private:
+    /// The replay of one changelog partition, held still in memory (its
+    /// iterator points into it).
+    struct replay {
+        replay(kafka::kafka_changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
+        kafka::kafka_changelog::replay_range range;
+        kafka::kafka_changelog::replay_range::iterator it;
+    };
+
+    store_port* port_;
+    kafka::kafka_changelog* log_;
+    std::unique_ptr<replay> source_;
+    bool finished_ = false;
+    clock::time_point started_ = clock::now();
+    metrics::gauge *total_, *done_, *rate_, *lag_;
+};
+
+}  // namespace strata::runtime::detail
