@@ -218,7 +218,12 @@ public:
             bool all = true;
             for (std::size_t p = 0; p < c.size(); ++p) all = all && c[p] >= written_[p];
             if (all) return;
-            REQUIRE(std::chrono::steady_clock::now() < deadline);
+            if (std::chrono::steady_clock::now() > deadline) {
+                for (auto& i : instances_) UNSCOPED_INFO(i.id << ":\n" << i.process->output());
+                for (std::size_t p = 0; p < c.size(); ++p)
+                    UNSCOPED_INFO("partition " << p << ": committed " << c[p] << " of " << written_[p]);
+                FAIL("the group did not commit every report written");
+            }
             std::this_thread::sleep_for(100ms);
         }
     }
