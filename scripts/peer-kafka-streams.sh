@@ -15,6 +15,8 @@
 #   runtime ...           one long-lived instance of the runtime benchmark's app,
 #                         until SIGTERM/SIGINT (prints event lines, not JSON)
 #   runtime-feed ...      write input records for runtime
+#   remove-members ...    remove every member of an application's group at once
+#                         (a stopped Kafka Streams application's, see docs/runtime.md)
 #   help                  this text and the peer's own option list
 #
 # Each run command but runtime prints one JSON line on stdout; logs go to
@@ -120,7 +122,7 @@ main() {
   case "${cmd}" in
     build) cmd_build ;;
     jar) cmd_build; echo "${jar}" ;;
-    write | restore | interop-write | interop-read | runtime | runtime-feed) cmd_run "$@" ;;
+    write | restore | interop-write | interop-read | runtime | runtime-feed | remove-members) cmd_run "$@" ;;
     "" | -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
       if build_ready; then echo; java -jar "${jar}" --help; fi

@@ -36,6 +36,9 @@ public final class Peer {
                 [--guarantee at_least_once|exactly_once_v2] [--standbys 0] [--threads 1]
                 [--session-ms 10000] [--commit-ms 30000 (100 under exactly_once_v2)] [--transaction-ms 10000]
                 [--store inmemory|rocksdb] [--cache-bytes 10MiB (0: caching off)]
+              remove-members remove every member from the group of application A at once (Kafka Streams
+                             does not leave its group on close); prints how many and how long it took
+                --application-id A
               runtime-feed   input for runtime: record i has key k<i % keys>, Long value (i % 13) + 1,
                              partition murmur2(key) % partitions
                 --topic T --records N [--keys 100] [--first 0] [--partitions P (create T if missing)]
@@ -58,6 +61,7 @@ public final class Peer {
                 case "interop-read" -> Interop.read(a);
                 case "runtime" -> StreamRuntime.run(a);
                 case "runtime-feed" -> StreamRuntime.feed(a);
+                case "remove-members" -> StreamRuntime.removeMembers(a);
                 default -> throw new Args.UsageException("unknown command '" + argv[0] + "'");
             };
             if (result != null) { // runtime has printed its lines already

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -315,6 +316,30 @@ final class StreamRuntime {
         if (streams.state() == KafkaStreams.State.ERROR) throw new IllegalStateException("Kafka Streams ended in ERROR");
         if (!closed) throw new IllegalStateException("Kafka Streams did not close within 60 s");
         return null;
+    }
+
+    /**
+     * The `remove-members` subcommand: removes every member from the group of
+     * an application (Admin#removeMembersFromConsumerGroup with no member
+     * named, KIP-571). Kafka Streams does not leave its group on close, so its
+     * members stay until their session times out; removed, the group is empty
+     * at once and another application (strata) with the same id may join.
+     */
+    static Json removeMembers(Args a) throws Exception {
+        String bootstrap = a.str("bootstrap");
+        String applicationId = a.str("application-id");
+        a.checkAllUsed();
+        try (Kafka k = new Kafka(bootstrap)) {
+            long started = System.nanoTime();
+            int members = k.admin.describeConsumerGroups(List.of(applicationId)).describedGroups().get(applicationId)
+                    .get(60, TimeUnit.SECONDS).members().size();
+            if (members > 0) {
+                k.admin.removeMembersFromConsumerGroup(applicationId, new RemoveMembersFromConsumerGroupOptions())
+                        .all().get(60, TimeUnit.SECONDS);
+            }
+            return new Json().put("command", "remove-members").put("application_id", applicationId)
+                    .put("removed", members).put("ms", (System.nanoTime() - started) / 1_000_000.0);
+        }
     }
 
     /**
