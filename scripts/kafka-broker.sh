@@ -24,6 +24,7 @@
 #   topics ARGS...        run Kafka's kafka-topics tool against the broker
 #                         (e.g. topics --create --topic t --config cleanup.policy=compact)
 #   tool CLASS ARGS...    run any main class from the broker's jars
+#   new-cluster-id        print a new KRaft cluster id
 #
 # Environment (all optional):
 #   STRATA_KAFKA_VERSION          Kafka version from Maven Central (3.9.1);
@@ -44,6 +45,15 @@
 #   STRATA_KAFKA_STOP_TIMEOUT     seconds between SIGTERM and SIGKILL (30)
 #   STRATA_KAFKA_EXTRA_PROPERTIES extra server.properties lines, appended last
 #                                 (later lines win)
+#
+# One node of a cluster (scripts/kafka-cluster.sh sets these for each node):
+#   STRATA_KAFKA_NODE_ID          this node's id (1)
+#   STRATA_KAFKA_QUORUM_VOTERS    the KRaft voters, id@host:port,... (this
+#                                 node alone)
+#   STRATA_KAFKA_CLUSTER_ID       the cluster id to format with (a new one)
+#   STRATA_KAFKA_REPLICATION      replication factor of new topics and of the
+#                                 internal ones (1); above 1, min.insync.replicas
+#                                 is 2
 #
 # Tests can drive it too: `kill` then `start --keep-data` makes the broker go
 # away in the middle of a write and come back with the same log, on the same
@@ -70,6 +80,11 @@ readonly jvm_opts="${STRATA_KAFKA_JVM_OPTS:-${default_jvm_opts}}"
 readonly start_timeout="${STRATA_KAFKA_START_TIMEOUT:-120}"
 readonly stop_timeout="${STRATA_KAFKA_STOP_TIMEOUT:-30}"
 readonly kafka_major="${kafka_version%%.*}"
+readonly node_id="${STRATA_KAFKA_NODE_ID:-1}"
+readonly quorum_voters="${STRATA_KAFKA_QUORUM_VOTERS:-${node_id}@127.0.0.1:${controller_port}}"
+readonly replication="${STRATA_KAFKA_REPLICATION:-1}"
+[[ "${replication}" =~ ^[1-9][0-9]*$ ]] || { echo "kafka-broker: error: STRATA_KAFKA_REPLICATION must be a positive number" >&2; exit 1; }
+if ((replication > 1)); then readonly min_isr=2; else readonly min_isr=1; fi
 # Kafka 4 replaced log4j 1 (reload4j) with log4j2: another logging backend in
 # the pom, another config file format and system property.
 if [[ "${kafka_major}" =~ ^[0-9]+$ ]] && ((kafka_major >= 4)); then
@@ -198,10 +213,11 @@ random_cluster_id() {
 write_config() {
   cat >"${props_file}" <<EOF
 # Written by scripts/kafka-broker.sh; rewritten on every start.
-# One JVM is both the KRaft controller and the only broker.
+# One JVM is both a KRaft controller and a broker (the only one, unless
+# scripts/kafka-cluster.sh runs several).
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:${controller_port}
+node.id=${node_id}
+controller.quorum.voters=${quorum_voters}
 listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller_port}
 advertised.listeners=PLAINTEXT://127.0.0.1:${port}
 inter.broker.listener.name=PLAINTEXT
@@ -217,14 +233,15 @@ num.recovery.threads.per.data.dir=1
 
 # With a single broker every internal topic must have replication factor 1
 # and accept 1 in-sync replica, or the group and transaction coordinators
-# never come up (transactional producers then time out in init).
+# never come up (transactional producers then time out in init). A cluster
+# replicates them, and accepts a write once two replicas have it.
 num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
-offsets.topic.replication.factor=1
+default.replication.factor=${replication}
+min.insync.replicas=${min_isr}
+offsets.topic.replication.factor=${replication}
 offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=${replication}
+transaction.state.log.min.isr=${min_isr}
 transaction.state.log.num.partitions=1
 # Consumers in tests join at once instead of waiting 3 s for more members.
 group.initial.rebalance.delay.ms=0
@@ -384,8 +401,8 @@ cmd_start() {
   else
     ((keep_data)) && say "no previous data in ${data_dir}: formatting a new one"
     rm -rf "${data_dir}" "${logs_dir:?}"/*
-    local cluster_id
-    cluster_id="$(random_cluster_id)"
+    local cluster_id="${STRATA_KAFKA_CLUSTER_ID:-}"
+    [[ -n "${cluster_id}" ]] || cluster_id="$(random_cluster_id)"
     java -cp "${libs_dir}/*" "${log4j_property}=file:${tools_log4j_file}" \
       kafka.tools.StorageTool format -t "${cluster_id}" -c "${props_file}" \
       >"${logs_dir}/format.out" 2>&1 \
@@ -544,6 +561,7 @@ main() {
     resume) cmd_signal CONT resumed ;;
     status) cmd_status ;;
     env) cmd_env ;;
+    new-cluster-id) random_cluster_id ;;
     log) tail -n "${1:-50}" "${server_log}" ;;
     classpath) cmd_fetch; echo "${libs_dir}/*" ;;
     topics) run_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "${bootstrap}" "$@" ;;

@@ -58,7 +58,11 @@ class input_writer {
 public:
     input_writer(std::string topic, std::int32_t partitions)
         : topic_(std::move(topic)), partitions_(partitions),
-          producer_(strata::kafka::producer_options{kafka_test::bootstrap(), std::nullopt, {{"linger.ms", "2"}}}),
+          producer_(strata::kafka::producer_options{kafka_test::bootstrap(), std::nullopt,
+                                                     // Idempotent: a retry after a broker fault neither
+                                                     // repeats nor reorders an input (the tests know
+                                                     // each input by its offset).
+                                                     {{"linger.ms", "2"}, {"enable.idempotence", "true"}}}),
           tracker_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)),
           written_(static_cast<std::size_t>(partitions)) {}
 

@@ -24,8 +24,9 @@
 /// topic as one instance uses it (coordinator.hpp), the group membership
 /// (group_consumer.hpp), the producer (instance_producer.hpp), the takeover
 /// before a restore (takeover.hpp) and the topics it makes (topics.hpp).
-/// One run() builds them all (instance_session.hpp); this class carries
-/// out, pass by pass, what they decide.
+/// One run() builds them all (instance_session.hpp); what happens to a task
+/// between the task manager's steps is task_lifecycle.hpp's. This class
+/// carries out, pass by pass, what they decide.
 
 #include <strata/kafka/handles.hpp>
 #include <strata/metrics/registry.hpp>
@@ -34,29 +35,25 @@
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
 #include <strata/runtime/detail/task_gauges.hpp>
+#include <strata/runtime/detail/task_lifecycle.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/detail/topics.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
 #include <strata/runtime/restorer.hpp>
-#include <strata/runtime/state_directory.hpp>
 #include <strata/runtime/task.hpp>
-#include <strata/runtime/task_context.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -65,22 +62,20 @@
 
 namespace strata::runtime {
 
-/// @brief Makes the typed task of a partition (see application.hpp).
-using task_maker = std::function<std::shared_ptr<task>(std::int32_t partition, output& out)>;
-
 /// @brief One running copy of an application; see the file comment.
-class instance : private detail::task_host<task> {
+class instance {
 public:
     /// @param reg the registry metrics go to (it must outlive the instance)
     instance(application_config config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
-        : config_(std::move(config)), make_(std::move(make)), registry_(&reg), on_restore_(std::move(on_restore)) {
+        : config_(std::move(config)), registry_(&reg), on_restore_(std::move(on_restore)),
+          lifecycle_(config_, std::move(make), reg) {
         validate();
         if (config_.instance_id.empty()) {
             char host[256] = {};
             (void)::gethostname(host, sizeof host - 1);
             config_.instance_id = std::string(host) + "-" + std::to_string(::getpid());
         }
-        tasks_.emplace(static_cast<detail::task_host<task>&>(*this), reg, config_.instance_id);
+        tasks_.emplace(lifecycle_, reg, config_.instance_id);
     }
 
     instance(const instance&) = delete;
@@ -119,8 +114,9 @@ public:
     ///         id. Nothing is committed after the failure.
     void run() {
         detail::instance_session s(config_, topics_, *registry_,
-                                   {[this](task& t) { build(t); }, on_restore_, &rebalance_log_});
+                                   {[this](task& t) { lifecycle_.build(t); }, on_restore_, &rebalance_log_});
         s_ = &s;
+        lifecycle_.attach(&s);
         queries_.set_running(true, config_.instance_id);
         std::exception_ptr failure;
         try {
@@ -154,6 +150,7 @@ public:
         }
         s.restore.stop();
         s_ = nullptr;  // the session's parts go in reverse order; the reaper finishes its work last
+        lifecycle_.attach(nullptr);
         if (failure) std::rethrow_exception(failure);
     }
 
@@ -190,8 +187,8 @@ private:
     void pass(std::chrono::milliseconds interval, clock::time_point& next_commit) {
         s_->consumer.check_reachable();
         coordinate();
-        start_restored();
-        replace_lost_standbys();
+        lifecycle_.start_restored(*tasks_);
+        if (lifecycle_.replace_lost_standbys(*tasks_)) act_again_ = true;
         if (tasks_->take_state_changed()) queries_.publish_tasks(tasks_->active(), tasks_->standbys());
         s_->producer.get()->poll();
         const detail::coordinator::writes w = s_->coord.poll_writes();
@@ -356,7 +353,7 @@ private:
     // ---------------------------------------------------------- the tasks --
 
     /// Takes task p (detail/task_manager.hpp). Its input partitions are
-    /// assigned once it has restored (start_restored). Under exactly-once,
+    /// assigned once it has restored (task_lifecycle::start_restored). Under exactly-once,
     /// the producers that may still write for it are fenced first.
     void start_task(std::int32_t p, const assignment& a) {
         tasks_->start(p, [&](task& t) {
@@ -366,90 +363,6 @@ private:
             t.timeline.noticed_ms = a.noticed_ms;
             t.timeline.assigned_ms = wall_clock_ms();
         });
-    }
-
-    // The task manager's host (detail/task_manager.hpp):
-
-    std::shared_ptr<task> make_task(std::int32_t p) override { return make_(p, s_->out); }
-    void restore(std::shared_ptr<task> t) override { s_->restore.add(std::move(t)); }
-    void keep_current(std::shared_ptr<task> t) override { s_->restore.add_standby(std::move(t)); }
-    bool promote(task& standby) override { return s_->restore.promote(standby); }
-    void dispose(std::shared_ptr<task> t) override { s_->reaper.dispose(std::move(t)); }
-
-    /// With `clean`, after a commit, the checkpoint records what the stores
-    /// hold (under at-least-once their flush wrote it already).
-    void close_stores(task& t, bool clean) override {
-        s_->restore.cancel(t);
-        if (clean && config_.guarantee == processing_guarantee::exactly_once) {
-            const std::lock_guard lock(t.mutex());
-            for (const auto& st : t.stores())
-                if (auto* log = st->changelog(); log != nullptr && st->persistent()) st->save_checkpoint(log->flush());
-        }
-        t.close_stores();
-    }
-
-    void unassign_inputs(task& t) override { s_->consumer.unassign_inputs(t.partition()); }
-
-    /// Builds the task's stores (on the restore thread).
-    void build(task& t) {
-        const std::int32_t p = t.partition();
-        t.checkpoint_path = s_->dir.checkpoint(p);
-        // Local data without a checkpoint cannot be trusted: start clean.
-        if (!std::filesystem::exists(t.checkpoint_path)) s_->dir.wipe_task(p);
-        task_context ctx(s_->env, p, s_->dir.task_dir(p), t.checkpoint_path);
-        t.build(ctx);
-    }
-
-    /// Starts the tasks the restore thread has finished with.
-    void start_restored() {
-        for (std::shared_ptr<task>& t : s_->restore.take_ready()) {
-            if (!tasks_->holds(t)) continue;  // released meanwhile
-            if (config_.guarantee == processing_guarantee::exactly_once && t->may_run_ahead_of_commits()) {
-                // From now on the local state runs ahead of what is committed:
-                // without a checkpoint, a crash wipes it (see build()). Stores
-                // that keep uncommitted updates out of their durable data
-                // (self_checkpointing_store) never run ahead, and are not wiped.
-                std::error_code ec;
-                std::filesystem::remove(t->checkpoint_path, ec);
-            }
-            // Assigned only now, at the committed offsets: assigning earlier
-            // and seeking later left librdkafka with an outdated offset query
-            // and a task's first records 500 ms late.
-            s_->consumer.assign_inputs(t->partition(), t->committed_offsets);
-            t->next_offsets.assign(config_.input_topics.size(), -1);
-            t->partition_times.resize(config_.input_topics.size(), -1);
-            // Stream time goes on from where the previous owner (strata or
-            // Kafka Streams) left it, as its commits say.
-            if (const std::int64_t resumed = *std::max_element(t->partition_times.begin(), t->partition_times.end());
-                resumed >= 0)
-                t->resume_stream_time(resumed);
-            tasks_->started(*t);
-            t->start();
-        }
-    }
-
-    /// Replaces the standbys the restore thread found stale (restorer::
-    /// lost_standby): each goes, with its checkpoint, and act() starts the
-    /// decision's standby again, from an empty folder. One promoted in the
-    /// meantime is released and started again the same way.
-    void replace_lost_standbys() {
-        for (restorer::lost_standby& lost : s_->restore.take_lost()) {
-            counter("strata_standby_rebuilt_total",
-                    "Standby tasks rebuilt because their changelog no longer held what they were built from")
-                .inc();
-            config_.warn(lost.why);
-            const std::int32_t p = lost.t->partition();
-            const auto holds = [&](const auto& tasks) {
-                const auto it = tasks.find(p);
-                return it != tasks.end() && it->second == lost.t;
-            };
-            if (holds(tasks_->standbys())) tasks_->drop_standby(p);
-            else if (holds(tasks_->active())) tasks_->release(p, false);
-            else continue;  // replaced already
-            std::error_code ec;
-            std::filesystem::remove(s_->dir.checkpoint(p), ec);  // in case closing wrote it again
-            act_again_ = true;
-        }
     }
 
     // ------------------------------------------------------------ commits --
@@ -467,9 +380,9 @@ private:
     }
 
     application_config config_;
-    task_maker make_;
     metrics::registry* registry_;
     restore_callback on_restore_;
+    detail::task_lifecycle lifecycle_;  // builds, restores, starts and closes the tasks
     std::function<void(const task&)> takeover_log_;
     std::function<void(std::int64_t)> rebalance_log_;
     std::atomic<bool> stop_requested_{false};

@@ -257,26 +257,12 @@ private:
     bool open_to_end(job& j, detail::store_replay& s) {
         const detail::store_replay::bounds b = s.open_to_end(j.standby);
         if (!b.stale()) return true;
-        const std::string where = s.log().where();
-        const offset_t position = s.progress.position;
         if (!j.standby) {
-            const std::string source = position == s.progress.from && !j.t->checkpoint_path.empty()
-                                           ? "the checkpoint " + j.t->checkpoint_path.string()
-                                           : "the copy kept as a standby";
-            throw restore_error(s.port().name(), position,
-                                "task " + j.t->id() + ": " + source + " says the store holds offsets below " +
-                                    std::to_string(position) + ", but its changelog " + where + " ends at " +
-                                    std::to_string(b.end) +
-                                    ": the changelog lost records it had acknowledged, or the state directory "
-                                    "belongs to another application. Nothing was restored; delete the task's "
-                                    "folder to rebuild it from what the changelog holds");
+            const bool from_checkpoint = s.progress.position == s.progress.from && !j.t->checkpoint_path.empty();
+            throw restore_error(s.port().name(), s.progress.position,
+                                s.active_stale_message(b, j.t->id(), from_checkpoint ? j.t->checkpoint_path.string() : ""));
         }
-        lose(j, "standby of task " + j.t->id() + ": store '" + std::string(s.port().name()) + "' holds offsets below " +
-                    std::to_string(position) + ", but its changelog " + where +
-                    (b.past_end ? " now ends at " + std::to_string(b.end) +
-                                      " (records it had were lost: an unclean leader election, a topic made again)"
-                                : " now starts at " + std::to_string(b.start) + " (records it had not read were deleted)") +
-                    "; the copy is rebuilt from the changelog");
+        lose(j, s.standby_stale_message(b, j.t->id()));
         return false;
     }
 
@@ -403,11 +389,7 @@ private:
         task& t = *j.t;
         const detail::store_replay::applied a = s.apply_batch(t.mutex(), batch_, j.standby);
         if (a.went_back) {
-            lose(j, "standby of task " + t.id() + ": store '" + std::string(s.port().name()) + "' read up to offset " +
-                        std::to_string(s.progress.position) + " of its changelog " + s.log().where() +
-                        ", which then gave offset " + std::to_string(*a.went_back) +
-                        " (the log was truncated below it, and read again from its start); the copy is rebuilt "
-                        "from the changelog");
+            lose(j, s.went_back_message(*a.went_back, t.id()));
             return a.records > 0;
         }
         if (!j.standby) {

@@ -138,6 +138,38 @@ public:
         return a;
     }
 
+    /// Why an active task's store cannot restore from a stale changelog
+    /// (`checkpoint`: the file its position came from, "" when it was a standby's copy).
+    [[nodiscard]] std::string active_stale_message(const bounds& b, const std::string& task_id,
+                                                   const std::string& checkpoint) const {
+        return "task " + task_id + ": " +
+               (checkpoint.empty() ? std::string("the copy kept as a standby") : "the checkpoint " + checkpoint) +
+               " says the store holds offsets below " + std::to_string(progress.position) + ", but its changelog " +
+               log_->where() + " ends at " + std::to_string(b.end) +
+               ": the changelog lost records it had acknowledged, or the state directory belongs to another "
+               "application. Nothing was restored; delete the task's folder to rebuild it from what the changelog "
+               "holds";
+    }
+
+    /// Why a standby's copy of this store is stale and rebuilt.
+    [[nodiscard]] std::string standby_stale_message(const bounds& b, const std::string& task_id) const {
+        return "standby of task " + task_id + ": store '" + std::string(port_->name()) + "' holds offsets below " +
+               std::to_string(progress.position) + ", but its changelog " + log_->where() +
+               (b.past_end ? " now ends at " + std::to_string(b.end) +
+                                 " (records it had were lost: an unclean leader election, a topic made again)"
+                           : " now starts at " + std::to_string(b.start) + " (records it had not read were deleted)") +
+               "; the copy is rebuilt from the changelog";
+    }
+
+    /// Why a standby whose consumer went back to `offset` is rebuilt.
+    [[nodiscard]] std::string went_back_message(offset_t offset, const std::string& task_id) const {
+        return "standby of task " + task_id + ": store '" + std::string(port_->name()) + "' read up to offset " +
+               std::to_string(progress.position) + " of its changelog " + log_->where() + ", which then gave offset " +
+               std::to_string(offset) +
+               " (the log was truncated below it, and read again from its start); the copy is rebuilt from the "
+               "changelog";
+    }
+
     /// Records between where the store is and the end of its current replay.
     [[nodiscard]] std::int64_t lag() const noexcept {
         return static_cast<std::int64_t>(progress.to - std::min(progress.position, progress.to));

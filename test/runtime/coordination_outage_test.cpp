@@ -1,0 +1,111 @@
+// The coordination partition goes away under running instances, on a
+// cluster of three brokers (scripts/kafka-cluster.sh) where everything else
+// stays available: its only replica's broker is killed. Invariant: the
+// instances go on with the tasks they own for longer than broker_timeout,
+// and lose nothing; once the partition is back they publish their statuses
+// again, and the output is what it would be without the outage.
+
+#include "cluster_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <strata/runtime/coordination.hpp>
+
+#include <cstdio>
+#include <string>
+
+using namespace runtime_test;
+
+namespace {
+
+std::int64_t end_of(const std::string& topic) {
+    strata::kafka::conf c;
+    c.set("bootstrap.servers", kafka_test::bootstrap());
+    const strata::kafka::client consumer(RD_KAFKA_CONSUMER, std::move(c));
+    return strata::kafka::query_end_offset(consumer.get(), topic, 0, 10s);
+}
+
+}  // namespace
+
+TEST_CASE("runtime: with the coordination partition's broker down, instances go on with what they own past "
+          "broker_timeout, publish again once it is back, and the output is that of an uninterrupted run",
+          "[kafka][runtime][cluster]") {
+    const bool exactly_once = GENERATE(false, true);
+    INFO((exactly_once ? "exactly-once" : "at-least-once"));
+    const three_brokers& cluster = three_brokers::get();
+    cluster.ensure_up(3);  // after a failed first run
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 4;
+    const std::string app = kafka_test::unique_name("coordination-outage");
+    const std::string input = replicated_topic("coordination-outage-in", partitions);
+    const std::string output = replicated_topic("coordination-outage-out", partitions);
+    // The coordination topic with its only replica on broker 3 (the runtime
+    // accepts a topic that exists): killing broker 3 takes it away and
+    // nothing else.
+    const std::string coordination = strata::runtime::coordination_topic_name(app);
+    REQUIRE(cluster.run("topics --create --topic " + coordination +
+                        " --partitions 1 --replica-assignment 3 --config cleanup.policy=compact") == 0);
+
+    constexpr int broker_timeout_ms = 5000;
+    const auto args = [&](const std::string& name) {
+        std::vector<std::string> a{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input, "--output",
+                                   output, "--state", (dir / name).string(), "--instance", name, "--commit-ms", "200",
+                                   "--session-ms", "6000", "--broker-timeout-ms", std::to_string(broker_timeout_ms)};
+        if (exactly_once) a.emplace_back("--exactly-once");
+        return a;
+    };
+    input_writer in(input, partitions);
+    const auto feed = [&](std::int64_t from, std::int64_t to) {
+        for (std::int64_t i = from; i < to; ++i) in.write(i, 50);
+        in.flush();
+    };
+
+    feed(0, 2'000);
+    instance_process a(args("a"), dir / "a.log");
+    instance_process b(args("b"), dir / "b.log");
+    const auto both = [&] { return a.running() && b.running(); };
+    const auto require_committed = [&](std::chrono::seconds timeout) {
+        if (!await_committed(app, input, in.written(), timeout, both))
+            FAIL("not every input committed in " << timeout.count() << " s\na:\n" << a.output() << "b:\n" << b.output());
+    };
+    require_committed(90s);
+    const std::int64_t statuses_before = end_of(coordination);
+
+    // Broker 3 dies; for three broker timeouts the coordination partition
+    // has no leader, and every other partition moves to brokers 1 and 2.
+    const auto killed = std::chrono::steady_clock::now();
+    REQUIRE(cluster.run("kill 3") == 0);
+    feed(2'000, 4'000);
+    require_committed(60s);
+    const auto processed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+    std::this_thread::sleep_until(killed + std::chrono::milliseconds(3 * broker_timeout_ms));
+    feed(4'000, 5'000);
+    require_committed(30s);
+    CHECK(both());  // neither stopped after its broker_timeout
+
+    // Back: statuses land on the coordination topic again.
+    REQUIRE(cluster.run("start-node 3") == 0);
+    const auto back = std::chrono::steady_clock::now();
+    while (end_of(coordination) <= statuses_before) {
+        REQUIRE(std::chrono::steady_clock::now() - back < 60s);
+        std::this_thread::sleep_for(200ms);
+    }
+    const auto republished_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back).count();
+    feed(5'000, 6'000);
+    require_committed(60s);
+    std::printf("coordination outage (%s): inputs written after the kill committed %lld ms after it; statuses "
+                "published again %lld ms after the broker's restart\n",
+                exactly_once ? "exactly-once" : "at-least-once", static_cast<long long>(processed_ms),
+                static_cast<long long>(republished_ms));
+
+    for (instance_process* p : {&a, &b}) p->kill(SIGTERM);
+    for (instance_process* p : {&a, &b}) {
+        const int status = p->wait(60s);
+        INFO(p->output());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    if (exactly_once) require_output_of_an_uninterrupted_run(output, in.written());
+    else (void)require_every_input_has_output(output, in.written());
+}
