@@ -207,3 +207,73 @@ TEST_CASE("runtime: a processor that throws stops the instance with the record's
     // Nothing at or after the failing record was committed.
     CHECK(committed(app_id, input, 1)[0] <= 17);
 }
+
+namespace {
+/// Counts a tick into its store on every wall-clock punctuation, and each
+/// record into the same store.
+struct ticking {
+    std::shared_ptr<std::atomic<int>> ticks;
+
+    template <class Context>
+    void init(Context& ctx) {
+        ctx.schedule(std::chrono::milliseconds(100), strata::runtime::punctuation_type::wall_clock_time,
+                     [t = ticks](Context& c, std::int64_t) {
+                         c.stores().put("ticks", ++*t);
+                     });
+    }
+    template <class Context, class Record>
+    void operator()(Context& ctx, const Record& r) {
+        ctx.stores().put(r.key, r.value.value_or(0));
+    }
+};
+}  // namespace
+
+TEST_CASE("runtime: exactly-once, a punctuation's store writes with no input are committed within the commit "
+          "interval, for longer than the transaction timeout, and the producer is never fenced",
+          "[kafka][runtime][api][punctuation]") {
+    test_support::temp_dir dir;
+    const std::string app_id = kafka_test::unique_name("idle-punctuate");
+    const std::string input = kafka_test::make_topic("idle-punctuate-in", 1, {{"cleanup.policy", "delete"}});
+    input_writer in(input, 1);
+    in.write(0, 1);
+    in.flush();
+
+    strata::runtime::application_config c = config(app_id, {input}, dir);
+    c.guarantee = strata::runtime::processing_guarantee::exactly_once;
+    c.transaction_timeout = std::chrono::milliseconds(3'000);
+    ticking proc{std::make_shared<std::atomic<int>>(0)};
+    auto app = strata::runtime::make_application<std::string, std::int64_t>(
+        c,
+        [](strata::runtime::task_context& t) {
+            return strata::hash_map_store<std::string, std::int64_t>("ticks") | t.logged();
+        },
+        proc);
+    const std::string changelog = strata::kafka::changelog_topic_name(app_id, "ticks");
+    {
+        running run(app);
+        REQUIRE(await_committed(app_id, input, in.written(), 60s));
+        // No input for three transaction timeouts: a transaction the
+        // punctuations kept open would be aborted by the broker, the
+        // producer fenced, and run() would fail.
+        std::this_thread::sleep_for(9s);
+        REQUIRE(run.failure(0s) == nullptr);
+        // What the ticks wrote is committed (read committed) within about a
+        // commit interval of being written.
+        const int ticked = proc.ticks->load();
+        std::int64_t last = 0;
+        for (const auto& [key, value] : read_partition(changelog, 0))
+            if (key == "ticks") last = strata::decode<std::int64_t>(strata::bytes_view(value));
+        INFO("ticks " << ticked << ", last committed " << last);
+        CHECK(ticked >= 60);
+        CHECK(last >= ticked - 10);  // 200 ms of commit interval is 2 ticks; read_partition waits too
+        run.stop();
+    }
+    const std::string metrics = strata::metrics::to_prometheus(app.metrics());
+    INFO(metrics);
+    const auto count = [&](const std::string& series) {
+        const auto at = metrics.find(series + " ");
+        return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + series.size() + 1));
+    };
+    CHECK(count("strata_instance_fenced_total{instance=\"in-process\"}") == 0);
+    CHECK(count("strata_instance_commits_failed_total{instance=\"in-process\"}") == 0);
+}

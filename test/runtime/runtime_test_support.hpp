@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <cstdint>
 #include <exception>
@@ -344,6 +345,8 @@ public:
             const pid_t r = ::waitpid(pid_, &status, WNOHANG);
             if (r == pid_) break;
             if (std::chrono::steady_clock::now() > deadline) {
+                dump_stacks();
+                if (status_) return *status_;  // it ended meanwhile
                 ::kill(pid_, SIGKILL);
                 ::waitpid(pid_, &status, 0);
                 break;
@@ -365,6 +368,18 @@ public:
         std::ostringstream s;
         for (const auto& l : lines()) s << l << "\n";
         return s.str();
+    }
+
+    /// Appends every thread's stack to the log (when gdb is there and the
+    /// process runs), so that a process that did not end, or did not get
+    /// on, in time says where it was.
+    void dump_stacks() {
+        if (!running()) return;
+        const std::string cmd = "command -v gdb >/dev/null && { echo '--- stacks of a process that did not end in time "
+                                "---'; gdb -batch -p " +
+                                std::to_string(pid_) + " -ex 'thread apply all bt' 2>&1; } >> '" + log_.string() +
+                                "' 2>&1";
+        (void)std::system(cmd.c_str());
     }
 
 private:

@@ -193,7 +193,22 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
                               " (one per input partition); a changelog's partition count cannot change, so "
                               "recreate the topic or use the matching count");
     if (o.require_compaction) {
-        const std::string policy = detail::cleanup_policy(admin.get(), topic, o);
+        // A topic another client has just created may be unknown for a
+        // moment to the broker that answers (on a cluster, brokers learn of
+        // it one by one): retried until the timeout.
+        const auto deadline = std::chrono::steady_clock::now() + o.timeout;
+        std::string policy;
+        for (;;) {
+            try {
+                policy = detail::cleanup_policy(admin.get(), topic, o);
+                break;
+            } catch (const kafka_error& e) {
+                if (e.code() != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                    std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
+                    throw;
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+        }
         if (policy != "compact")
             throw changelog_error("strata::kafka: changelog topic " + topic + " has cleanup.policy=" +
                                   (policy.empty() ? std::string("<unknown>") : policy) +

@@ -153,8 +153,9 @@ struct partition_bounds {
 
 /// @brief The log start offset and the high watermark of a partition (with
 /// a read_committed consumer handle, its last stable offset). Errors a new
-/// or moving partition gives for a moment (no leader yet) are retried until
-/// `timeout`.
+/// or moving partition gives for a moment (no leader yet, or, on a cluster,
+/// a broker whose metadata does not list the new topic's partitions yet)
+/// are retried until `timeout`.
 /// @throws kafka_error any other error, or still failing at the deadline
 inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
                                      std::chrono::milliseconds timeout) {
@@ -169,6 +170,8 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
         const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
                                err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
                                err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                               err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+                               err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
                                err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
                                err == RD_KAFKA_RESP_ERR__TRANSPORT;
         if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)

@@ -136,7 +136,13 @@ public:
             }
             publish_status(true);  // withdrawn: the leader moves its tasks at once
             if (!failed_) s.coord.decide_once_more();
-            s.coord.flush();
+            if (!s.coord.flush()) {
+                publish_status(true);  // once more, in case what failed was older
+                if (!s.coord.flush())
+                    config_.warn("instance " + config_.instance_id +
+                                 ": its withdrawal did not reach the coordination topic; its tasks move once the "
+                                 "group notices it left");
+            }
         } catch (...) {
             if (!failure) failure = std::current_exception();
             failed_ = true;
@@ -250,13 +256,24 @@ private:
             const std::optional<std::size_t> topic = detail::input_index(config_, rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
+            bool aborted = false;
             {
                 const std::lock_guard lock(t.mutex());  // queries read the stores meanwhile
-                t.process(*m);
-                t.next_offsets[*topic] = m->offset + 1;
-                if (const std::int64_t ts = rd_kafka_message_timestamp(m.get(), nullptr);
-                    *topic < t.partition_times.size() && ts > t.partition_times[*topic])
-                    t.partition_times[*topic] = ts;
+                try {
+                    t.process(*m);
+                    t.next_offsets[*topic] = m->offset + 1;
+                    if (const std::int64_t ts = rd_kafka_message_timestamp(m.get(), nullptr);
+                        *topic < t.partition_times.size() && ts > t.partition_times[*topic])
+                        t.partition_times[*topic] = ts;
+                } catch (const processing_error&) {
+                    // A changelog write of the transaction failed: aborted, rebuilt (committer.hpp).
+                    if (!s_->committer.abort_after_failed_write(std::current_exception())) throw;
+                    aborted = true;
+                }
+            }
+            if (aborted) {
+                rebuild_after_abort();
+                return;
             }
             ++t.uncommitted;
             if (t.timeline.first_record_ms == 0) {
@@ -371,8 +388,11 @@ private:
     /// aborted transaction every running task is rebuilt from its
     /// changelog, and resumes from its committed input offsets.
     void commit(const std::vector<task*>& ts) {
-        if (s_->committer.commit(ts) == detail::commit_outcome::aborted)
-            tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
+        if (s_->committer.commit(ts) == detail::commit_outcome::aborted) rebuild_after_abort();
+    }
+
+    void rebuild_after_abort() {
+        tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
     }
 
     metrics::counter& counter(std::string_view name, std::string_view help) {

@@ -9,10 +9,17 @@
 //   rebalance at_ms=<ms>      (the leader saw the group's membership change)
 //   stopped
 //
+// With --audit TOPIC, each input also writes one record to partition p of
+// TOPIC (p: the task's partition), keyed by who wrote it,
+// `<instance>/<pid>/<build>` (build: how many times this process has built
+// the task's stores, so a task released and taken again is a new writer),
+// its value the input's offset. Under exactly-once it commits with the
+// output. The chaos test reads it to tell which copy of a task wrote when.
+//
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
-//          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N]
+//          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -24,6 +31,8 @@
 #include <strata/stores/rocksdb_store.hpp>
 #endif
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -32,8 +41,18 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 namespace {
+
+/// How many times this process built each task's stores (see --audit).
+std::array<std::atomic<int>, 256> builds{};
+
+/// The writer of an audit record: this process's copy of task `p`.
+std::string writer_of(const std::string& instance, std::int32_t p) {
+    return instance + "/" + std::to_string(::getpid()) + "/" +
+           std::to_string(builds.at(static_cast<std::size_t>(p)).load());
+}
 
 std::function<void()> stop_app;
 void on_signal(int) {
@@ -62,22 +81,24 @@ options parse(int argc, char** argv) {
 
 template <bool Cache, class Store>
 auto make_app(const strata::runtime::application_config& c, Store make_store, std::chrono::microseconds delay,
-              const std::string& output) {
+              const std::string& output, const std::string& audit) {
     return strata::runtime::make_application<std::string, std::int64_t>(
         c,
         [make_store](strata::runtime::task_context& t) {
+            builds.at(static_cast<std::size_t>(t.partition())).fetch_add(1);
             // Without the cache every update writes its record at once, so a
             // kill leaves records after the last checkpoint.
             if constexpr (Cache) return make_store(t) | t.logged() | strata::cached();
             else return make_store(t) | t.logged();
         },
-        [output, delay](auto& ctx, const auto& r) {
+        [output, delay, audit, instance = c.instance_id](auto& ctx, const auto& r) {
             auto& store = ctx.stores();
             runtime_test::totals now = store.get(r.key).value_or(runtime_test::totals{0, 0});
             now.count += 1;
             now.sum += r.value.value_or(0);
             store.put(r.key, now);
             ctx.emit(output, r.key, runtime_test::update{r.offset, now.count, now.sum});
+            if (!audit.empty()) ctx.emit(audit, writer_of(instance, ctx.partition()), r.offset, ctx.partition());
             if (delay.count() > 0) std::this_thread::sleep_for(delay);
         });
 }
@@ -136,6 +157,7 @@ int main(int argc, char** argv) {
     c.broker_timeout = std::chrono::milliseconds(std::stoll(o.get("broker-timeout-ms", "60000")));
     const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));
     const std::string output = o.get("output");
+    const std::string audit = o.get("audit");
     try {
         const auto in_memory = [](strata::runtime::task_context&) {
             return strata::hash_map_store<std::string, runtime_test::totals>("totals");
@@ -150,18 +172,18 @@ int main(int argc, char** argv) {
             const auto rocks = [](strata::runtime::task_context& t) {
                 return strata::rocksdb_store<std::string, runtime_test::totals>("totals", t.directory() / "totals");
             };
-            if (cache) return run(make_app<true>(c, rocks, delay, output));
-            return run(make_app<false>(c, rocks, delay, output));
+            if (cache) return run(make_app<true>(c, rocks, delay, output, audit));
+            return run(make_app<false>(c, rocks, delay, output, audit));
         }
 #else
         if (o.flag("rocksdb")) throw std::invalid_argument("--rocksdb: built without strata::rocksdb");
 #endif
         if (o.flag("persistent")) {
-            if (cache) return run(make_app<true>(c, persistent, delay, output));
-            return run(make_app<false>(c, persistent, delay, output));
+            if (cache) return run(make_app<true>(c, persistent, delay, output, audit));
+            return run(make_app<false>(c, persistent, delay, output, audit));
         }
-        if (cache) return run(make_app<true>(c, in_memory, delay, output));
-        return run(make_app<false>(c, in_memory, delay, output));
+        if (cache) return run(make_app<true>(c, in_memory, delay, output, audit));
+        return run(make_app<false>(c, in_memory, delay, output, audit));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "aggregate_app failed: %s\n", e.what());
         try {

@@ -27,7 +27,11 @@ struct fake_task {
 
     [[nodiscard]] std::int32_t partition() const { return p; }
     [[nodiscard]] std::string id() const { return std::to_string(p); }
-    void flush_stores() { calls->push_back("flush stores " + id()); }
+    bool flush_fails = false;  // a changelog record was not acknowledged
+    void flush_stores() {
+        calls->push_back("flush stores " + id());
+        if (flush_fails) throw strata::changelog_error("18 record(s) were not acknowledged");
+    }
     void commit_self_checkpointing_stores() { calls->push_back("store commits " + id()); }
 };
 static_assert(committable_task<fake_task>);
@@ -57,6 +61,10 @@ struct fake_port final : commit_port {
         return end;
     }
     void begin_transaction() override { calls.push_back("begin"); }
+    bool abort_transaction() override {
+        calls.push_back("abort");
+        return !fenced;
+    }
 };
 
 struct fixture {
@@ -223,4 +231,59 @@ TEST_CASE("committer: an aborted transaction asks for a rebuild; a fenced produc
     f.port.fenced = true;
     CHECK_THROWS(c.commit(std::vector<fake_task*>{&f.t0}));
     CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "commit transaction"});  // nothing begins
+}
+
+TEST_CASE("committer: a changelog write that failed aborts the transaction under exactly-once, and stops the "
+          "instance under at-least-once or when the producer cannot go on",
+          "[runtime][committer]") {
+    SECTION("exactly-once: aborted, the next transaction opened, the tasks to be rebuilt") {
+        fixture f(true);
+        committer c = f.make();
+        f.t0.uncommitted = 5;
+        f.t0.flush_fails = true;
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::aborted);
+        CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "abort", "begin"});
+        CHECK(f.port.committed.empty());
+        CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
+        CHECK(f.t0.uncommitted == 5);
+    }
+    SECTION("exactly-once, a producer that cannot abort: the error stands") {
+        fixture f(true);
+        committer c = f.make();
+        f.t0.uncommitted = 5;
+        f.t0.flush_fails = true;
+        f.port.fenced = true;
+        CHECK_THROWS_WITH(c.commit(std::vector<fake_task*>{&f.t0}), Catch::Contains("not acknowledged"));
+        CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "abort"});
+    }
+    SECTION("exactly-once, a failure that is not a changelog's: the error stands") {
+        fixture f(true);
+        committer c = f.make();
+        CHECK_FALSE(c.abort_after_failed_write(std::make_exception_ptr(std::runtime_error("a processor's bug"))));
+        CHECK(f.port.calls.empty());
+        // A changelog write nested in a processing error (the processor wrote to a store) aborts.
+        std::exception_ptr nested;
+        try {
+            try {
+                throw strata::changelog_error("not acknowledged");
+            } catch (...) {
+                std::throw_with_nested(std::runtime_error("task 0 failed on the record at in[0]@7"));
+            }
+        } catch (...) {
+            nested = std::current_exception();
+        }
+        CHECK(c.abort_after_failed_write(nested));
+        CHECK(f.port.calls == std::vector<std::string>{"abort", "begin"});
+    }
+    SECTION("at-least-once: the error stands, nothing is committed") {
+        fixture f(false);
+        committer c = f.make();
+        c.keep_lease();  // the lease commit
+        REQUIRE(c.may_write());
+        f.port.committed.clear();
+        f.t0.uncommitted = 5;
+        f.t0.flush_fails = true;
+        CHECK_THROWS_WITH(c.commit(std::vector<fake_task*>{&f.t0}), Catch::Contains("not acknowledged"));
+        CHECK(f.port.committed.empty());
+    }
 }

@@ -25,6 +25,7 @@
 ///   their changelogs: the caller rebuilds them. A fenced producer throws
 ///   (another instance owns the work now).
 
+#include <strata/core/error.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/detail/lease.hpp>
@@ -68,6 +69,11 @@ public:
     virtual transaction_end commit_transaction(const std::vector<offset_to_commit>& offsets) = 0;
     /// Exactly-once: opens the next transaction.
     virtual void begin_transaction() = 0;
+    /// Exactly-once, after a write of the open transaction failed (a
+    /// changelog record not acknowledged in time: its partition had no
+    /// leader): aborts the transaction.
+    /// @returns false when the producer cannot go on (fenced, or failed for good)
+    virtual bool abort_transaction() = 0;
 };
 
 /// @brief What the committer reads and changes of a task (runtime::task).
@@ -172,7 +178,12 @@ public:
         for (const T* t : ts) work = work || t->uncommitted != 0;
         if (!work) return commit_outcome::nothing_to_commit;
         const time_point start = o_.now();
-        for (T* t : ts) t->flush_stores();
+        try {
+            for (T* t : ts) t->flush_stores();
+        } catch (...) {
+            if (!abort_after_failed_write(std::current_exception())) throw;
+            return commit_outcome::aborted;
+        }
         const std::vector<offset_to_commit> offsets = offsets_of(ts);
         if (!o_.exactly_once) {
             port_->flush_output();
@@ -203,11 +214,41 @@ public:
         return commit_outcome::committed;
     }
 
+    /// @brief After `failure` (from a flush, or from processing that wrote
+    /// to a store): under exactly-once, a changelog write that failed (a
+    /// record not acknowledged in time, its partition without a leader)
+    /// aborts the transaction, opens the next, and the caller rebuilds the
+    /// running tasks from what was committed, as Kafka Streams does with a
+    /// corrupted task. A broker away longer than the message timeout is no
+    /// reason to stop: the instance stops only when no broker answered for
+    /// broker_timeout. Any other failure, or at-least-once, is the caller's.
+    /// @returns whether the transaction was aborted
+    bool abort_after_failed_write(const std::exception_ptr& failure) {
+        if (!o_.exactly_once || !caused_by<changelog_error>(failure) || !port_->abort_transaction()) return false;
+        counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
+        port_->begin_transaction();
+        return true;
+    }
+
     [[nodiscard]] const lease& current_lease() const noexcept { return lease_; }
 
 private:
     metrics::counter& counter(std::string_view name, std::string_view help) {
         return registry_->counter_for(name, help, {{"instance", o_.instance}});
+    }
+
+    /// Whether `e`, or an exception nested in it, is an E.
+    template <class E>
+    static bool caused_by(const std::exception_ptr& e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const E&) {
+            return true;
+        } catch (const std::nested_exception& n) {
+            return n.nested_ptr() != nullptr && caused_by<E>(n.nested_ptr());
+        } catch (...) {
+            return false;
+        }
     }
 
     committer_options o_;

@@ -183,7 +183,17 @@ public:
     }
 
     /// Waits for what was published to be written (at the end of a run).
-    void flush() { writer_.flush(); }
+    /// @brief Waits until what was published lands.
+    /// @returns false when something did not (it may be a publication an
+    ///          outage of the coordination partition lost earlier)
+    [[nodiscard]] bool flush() {
+        try {
+            writer_.flush();
+            return true;
+        } catch (const kafka::kafka_error&) {
+            return false;
+        }
+    }
 
 private:
     /// When the coordination topic's last word under this instance id is

@@ -55,6 +55,16 @@ public:
 
     void begin_transaction() override { producer_->transaction().begin(); }
 
+    bool abort_transaction() override {
+        if (producer_->get()->fatal_error()) return false;
+        try {
+            producer_->transaction().abort();
+        } catch (const kafka::kafka_error&) {
+            return false;  // fenced, or the producer failed: the caller's error stands
+        }
+        return true;
+    }
+
 private:
     static kafka::unique_partition_list to_list(const std::vector<offset_to_commit>& offsets) {
         kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
