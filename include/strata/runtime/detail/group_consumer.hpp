@@ -105,7 +105,12 @@ public:
         const kafka::unique_partition_list l = inputs_of(*c_, p);
         for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = offsets[static_cast<std::size_t>(i)];
         kafka::check(rd_kafka_incremental_assign(consumer_.get(), l.get()), "assign the input of task " + std::to_string(p));
+        // librdkafka keeps a partition's pause across an unassign and a new
+        // assign: one paused while the lease was out, then given back
+        // before the lease returned (so not resumed), would stay paused
+        // when assigned again, and its task would never get a record.
         if (held_) (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+        else (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
         assigned_.insert(p);
     }
     void unassign_inputs(std::int32_t p) {
@@ -147,7 +152,20 @@ public:
     }
 
     /// @brief Leaves the group at once.
-    void close() { (void)rd_kafka_consumer_close(consumer_.get()); }
+    /// @brief Leaves the group. The inputs, assigned by hand rather than by
+    /// the group, are given back first: the close then waits only for the
+    /// group's own partition.
+    void close() {
+        const std::vector<std::int32_t> inputs(assigned_.begin(), assigned_.end());
+        for (const std::int32_t p : inputs) {
+            try {
+                unassign_inputs(p);
+            } catch (const kafka::kafka_error&) {
+                // Leaving goes on: the group forgets this member's partitions anyway.
+            }
+        }
+        (void)rd_kafka_consumer_close(consumer_.get());
+    }
 
 private:
     static kafka::conf conf(const application_config& c, group_consumer* self) {
