@@ -222,11 +222,23 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
 
 /// @brief The fewest replicas any partition of `topic` has (what a
 /// replication factor of -1, the broker's default, came to).
+/// A topic just created may be unknown for a moment to the broker that
+/// answers: retried until `o.timeout`.
 inline int replication_of(const std::string& topic, const topic_options& o) {
     const client admin = detail::admin_client(o);
     const unique_topic rkt(rd_kafka_topic_new(admin.get(), topic.c_str(), nullptr));
+    const auto deadline = std::chrono::steady_clock::now() + o.timeout;
     const rd_kafka_metadata_t* md = nullptr;
-    check(rd_kafka_metadata(admin.get(), 0, rkt.get(), &md, timeout_ms(o.timeout)), "describe topic " + topic);
+    for (;;) {
+        check(rd_kafka_metadata(admin.get(), 0, rkt.get(), &md, timeout_ms(o.timeout)), "describe topic " + topic);
+        const rd_kafka_resp_err_t err =
+            md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
+            break;
+        rd_kafka_metadata_destroy(md);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
     if (md->topic_cnt != 1) throw kafka_error("describe topic " + topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
     check(md->topics[0].err, "describe topic " + topic);

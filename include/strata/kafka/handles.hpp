@@ -151,6 +151,18 @@ struct partition_bounds {
     std::int64_t end;    ///< the high watermark, or for read_committed the last stable offset
 };
 
+namespace detail {
+/// Asks the cluster for `topic`'s metadata, which updates librdkafka's
+/// cache of its partitions' leaders. Errors are left to the caller's retry.
+inline void refresh_metadata(rd_kafka_t* rk, const std::string& topic) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+    if (rkt == nullptr) return;
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+}
+}  // namespace detail
+
 /// @brief The log start offset and the high watermark of a partition (with
 /// a read_committed consumer handle, its last stable offset). Errors a new
 /// or moving partition gives for a moment (no leader yet, or, on a cluster,
@@ -177,6 +189,11 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
         if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             throw kafka_error("query the end offset of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // librdkafka 2.0 asks the leader it has cached again and again: after
+        // a broker died, only a metadata request tells it the new one.
+        if (err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+            err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
+            detail::refresh_metadata(rk, topic);
     }
 }
 

@@ -94,11 +94,21 @@ private:
     }
 
     void ensure(const std::string& topic, const kafka::topic_options& o) {
-        if (kafka::ensure_topic(topic, o) == kafka::topic_status::created && kafka::replication_of(topic, o) == 1)
+        if (kafka::ensure_topic(topic, o) == kafka::topic_status::created && replicas(topic, o) == 1)
             c_->warn("topic " + topic + " was created with one replica (replication factor " +
                  std::to_string(o.replication_factor) + (o.replication_factor < 0 ? ": the broker's default" : "") +
                  "): it is lost with its broker's disk; set changelog_replication_factor, or the broker's "
                  "default.replication.factor, to 3 in production");
+    }
+
+    /// The topic's replicas, or 0 when they could not be read: the count
+    /// only decides a warning, and is no reason to stop.
+    static int replicas(const std::string& topic, const kafka::topic_options& o) {
+        try {
+            return kafka::replication_of(topic, o);
+        } catch (const kafka::kafka_error&) {
+            return 0;
+        }
     }
 
     const application_config* c_;
