@@ -55,8 +55,10 @@ std::string writer_of(const std::string& instance, std::int32_t p) {
 }
 
 std::function<void()> stop_app;
+volatile std::sig_atomic_t stop_before_run = 0;  // a signal came before run() set stop_app
 void on_signal(int) {
     if (stop_app) stop_app();
+    else stop_before_run = 1;
 }
 
 struct options {
@@ -129,8 +131,7 @@ int run(App&& app) {
         std::fflush(stdout);
     });
     stop_app = [&app] { app.stop(); };
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGINT, on_signal);
+    if (stop_before_run != 0) app.stop();  // run() then stops cleanly at once
     app.run();
     std::printf("stopped\n");
     std::fflush(stdout);
@@ -140,6 +141,9 @@ int run(App&& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // First: a test may stop an instance the moment it started.
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal);
     const options o = parse(argc, argv);
     strata::runtime::application_config c;
     c.application_id = o.get("app");
