@@ -2,8 +2,10 @@
 # The runtime's fault campaign at length: test/runtime/chaos_test.cpp on
 # three brokers (scripts/kafka-cluster.sh starts them), FAULTS faults under
 # each guarantee, in rounds of ROUND faults (a fresh application each round,
-# so that a failure names a short seeded run to replay). The test command
-# runs one short round; docs/reliability.md gives this script's figures.
+# so that a failure names a short seeded run to replay).
+# `ctest -L '^runtime_campaign$'` runs one short round (out of the test
+# command while the stalls the campaign found are open);
+# docs/reliability.md gives this script's figures.
 #
 # Usage: scripts/chaos-runtime.sh [FAULTS per guarantee, default 500] [ROUND, default 25]
 # Replay a failed round: STRATA_CHAOS_SEED=<seed it printed> STRATA_CHAOS_FAULTS=<ROUND> \

@@ -30,8 +30,9 @@
 // A failing run prints its seed; STRATA_CHAOS_SEED=<seed> runs it again
 // (the same faults in the same order; the timing is the machine's; the
 // exactly-once half draws from seed + 1).
-// STRATA_CHAOS_FAULTS sets the faults per guarantee (3 in the test command;
-// scripts/chaos-runtime.sh runs the long campaign).
+// STRATA_CHAOS_FAULTS sets the faults per guarantee (3 by default: the
+// short run, ctest -L '^runtime_campaign$'; scripts/chaos-runtime.sh runs
+// the long campaign).
 
 #include "cluster_support.hpp"
 
@@ -131,9 +132,9 @@ TEST_CASE("runtime: a campaign of faults on three brokers (kills, handoffs, zomb
           "coordinator deaths, duplicate ids) keeps every guarantee",
           "[kafka][runtime][cluster][chaos]") {
     const bool exactly_once = GENERATE(false, true);
-    // The test command runs one seed, always the same, so that what it
-    // checks does not change from run to run; scripts/chaos-runtime.sh
-    // draws a new seed for each round.
+    // The short run has one seed, always the same, so that what it checks
+    // does not change from run to run; scripts/chaos-runtime.sh draws a new
+    // seed for each round.
     const std::uint64_t seed = env_number("STRATA_CHAOS_SEED", 20261204);
     const std::uint64_t faults = env_number("STRATA_CHAOS_FAULTS", 3);
     const char* guarantee = exactly_once ? "exactly-once" : "at-least-once";
