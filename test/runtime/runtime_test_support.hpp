@@ -203,6 +203,30 @@ inline std::size_t require_every_input_has_output(const std::string& output, con
     return outputs;
 }
 
+/// At-least-once: a key's count only grows in the totals changelog
+/// (processed again after a failover, it grows twice); a lower count after
+/// a higher one is a write of an instance that should no longer write (a
+/// zombie), interleaved with its successor's. Each is a failed check.
+struct changelog_counts {
+    std::size_t records = 0;    ///< read
+    std::size_t went_back = 0;  ///< counts lower than the key's count before
+};
+inline changelog_counts check_changelog_counts_never_go_back(const std::string& app, std::int32_t partitions) {
+    changelog_counts c;
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        std::map<std::string, std::int64_t> last;
+        for (const auto& [key, value] : read_partition(app + "-totals-changelog", p)) {
+            const auto t = strata::decode<totals>(strata::bytes_view(value));
+            INFO("changelog partition " << p << ", key " << key << ": count " << t.count << " after " << last[key]);
+            CHECK(t.count >= last[key]);
+            if (t.count < last[key]) ++c.went_back;
+            last[key] = t.count;
+            ++c.records;
+        }
+    }
+    return c;
+}
+
 /// The group's committed offset of each partition of `topic` (0 where none).
 inline std::vector<std::int64_t> committed(const std::string& group, const std::string& topic,
                                            std::int32_t partitions) {
