@@ -182,8 +182,7 @@ public:
         next_status_ = clock::now() + std::chrono::milliseconds(500);
     }
 
-    /// Waits for what was published to be written (at the end of a run).
-    /// @brief Waits until what was published lands.
+    /// @brief Waits until what was published lands (at the end of a run).
     /// @returns false when something did not (it may be a publication an
     ///          outage of the coordination partition lost earlier)
     [[nodiscard]] bool flush() {

@@ -151,8 +151,7 @@ public:
         if (now - last_contact_ > c_->broker_timeout) throw unreachable(RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, "");
     }
 
-    /// @brief Leaves the group at once.
-    /// @brief Leaves the group. The inputs, assigned by hand rather than by
+    /// @brief Leaves the group at once. The inputs, assigned by hand rather than by
     /// the group, are given back first: the close then waits only for the
     /// group's own partition.
     void close() {
