@@ -96,9 +96,12 @@ public:
             standby = false;
             return true;
         }
-        // A stale standby is not promoted: the task starts anew instead.
-        const bool held =
-            std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t && !j.lost; });
+        // A stale standby is not promoted: the task starts anew instead. One
+        // the restore thread has in hand, taken from the pending list and
+        // not yet among the jobs, is held too: its job takes the promotion
+        // once it is there (step()).
+        const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
+        const bool held = it != jobs_.end() ? !it->lost : current_ == &t;
         if (held) promoted_.push_back(&t);
         wake_.notify_all();
         return held;
