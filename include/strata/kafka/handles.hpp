@@ -7,6 +7,7 @@
 
 #include <strata/kafka/error.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <map>
@@ -154,46 +155,68 @@ struct partition_bounds {
 namespace detail {
 /// Asks the cluster for `topic`'s metadata, which updates librdkafka's
 /// cache of its partitions' leaders. Errors are left to the caller's retry.
-inline void refresh_metadata(rd_kafka_t* rk, const std::string& topic) {
+inline void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout) {
     rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
     if (rkt == nullptr) return;
     const rd_kafka_metadata_t* md = nullptr;
-    if (rd_kafka_metadata(rk, 0, rkt, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+    if (rd_kafka_metadata(rk, 0, rkt, &md, timeout) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(rkt);
+}
+}  // namespace detail
+
+namespace detail {
+/// One offset a partition's leader lists: `which` is RD_KAFKA_OFFSET_BEGINNING
+/// (the log start) or RD_KAFKA_OFFSET_END (the high watermark, or for a
+/// read_committed handle the last stable offset). Not
+/// rd_kafka_query_watermark_offsets(): librdkafka 2.0.2 waits for its
+/// answer with no deadline, and a request to a broker that died was seen
+/// waiting for a minute, with the task it restored waiting behind it.
+/// rd_kafka_offsets_for_times() sends the same request and keeps its timeout.
+inline rd_kafka_resp_err_t list_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                       std::int64_t which, std::int64_t& out, int timeout) {
+    const unique_partition_list l(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition)->offset = which;
+    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l.get(), timeout);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = l->elems[0].err;
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out = l->elems[0].offset;
+    return err;
 }
 }  // namespace detail
 
 /// @brief The log start offset and the high watermark of a partition (with
 /// a read_committed consumer handle, its last stable offset). Errors a new
-/// or moving partition gives for a moment (no leader yet, or, on a cluster,
-/// a broker whose metadata does not list the new topic's partitions yet)
-/// are retried until `timeout`.
+/// or moving partition gives for a moment (no leader yet, a leader that
+/// died, or, on a cluster, a broker whose metadata does not list the new
+/// topic's partitions yet) are retried until `timeout`, which bounds the
+/// whole call.
 /// @throws kafka_error any other error, or still failing at the deadline
 inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
                                      std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto left = [&] {
+        return timeout_ms(
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    };
     for (;;) {
         std::int64_t lo = 0, hi = 0;
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        const rd_kafka_resp_err_t err =
-            rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &lo, &hi, timeout_ms(left));
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo, hi};
+        rd_kafka_resp_err_t err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, lo, left());
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_END, hi, left());
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo < 0 ? hi : lo, hi};
         const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
                                err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
                                err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
                                err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
                                err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
-                               err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
-                               err == RD_KAFKA_RESP_ERR__TRANSPORT;
+                               err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+                               err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
         if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             throw kafka_error("query the end offset of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         // librdkafka 2.0 asks the leader it has cached again and again: after
         // a broker died, only a metadata request tells it the new one.
-        if (err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
-            err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
-            detail::refresh_metadata(rk, topic);
+        if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+            detail::refresh_metadata(rk, topic, std::min(1000, left()));
     }
 }
 

@@ -150,6 +150,42 @@ TEST_CASE("committer: an accepted commit renews the lease from when it was sent,
     CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
 }
 
+TEST_CASE("committer: an at-least-once commit the group does not answer in time keeps its work and renews no lease",
+          "[runtime][committer]") {
+    fixture f(false);
+    committer c = f.make();
+    c.keep_lease();
+    const auto until = c.current_lease().until();
+    f.now += 1'000ms;
+    f.port.answer = group_answer::unanswered;
+    f.port.commit_takes = 1'000ms;  // the port's wait, run out
+    f.t0.uncommitted = 4;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::refused);
+    CHECK(f.t0.uncommitted == 4);  // goes with the next commit
+    CHECK(c.current_lease().until() == until);
+    CHECK(f.count("strata_instance_commits_unanswered_total", {{"instance", "a"}}) == 1);
+    CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 0);
+
+    // Unanswered lease commits are retried until the lease runs out; then nothing is written.
+    f.now = until - 2'000ms;
+    f.port.commit_takes = 0ms;
+    const std::size_t before = f.port.calls.size();
+    c.keep_lease();
+    c.keep_lease();
+    CHECK(f.port.calls.size() == before + 1);
+    f.now = until;
+    c.keep_lease();
+    CHECK_FALSE(c.may_write());
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::held);
+
+    f.port.answer = group_answer::accepted;  // the coordinator answers again
+    f.now += 50ms;
+    c.keep_lease();
+    CHECK(c.may_write());
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::committed);
+    CHECK(f.t0.uncommitted == 0);
+}
+
 TEST_CASE("committer: the lease is renewed with a third of a session left, retried when refused, and runs out",
           "[runtime][committer]") {
     fixture f(false);

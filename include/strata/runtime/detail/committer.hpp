@@ -15,7 +15,10 @@
 ///   consumed before what it caused is durable. An accepted commit renews
 ///   the lease (lease.hpp) from when it was sent. One the group refuses
 ///   while it rebalances is dropped: the work stays uncommitted, to go with
-///   the next commit or be processed again by the next owner.
+///   the next commit or be processed again by the next owner. One the
+///   group does not answer in time counts the same, and renews nothing: its
+///   offsets may still land later, which is harmless, as what they mark
+///   consumed is durable already.
 /// - Under the lease: outside it nothing is committed, and keep_lease()
 ///   commits something nothing reads when a third of a session is left.
 /// - Exactly-once: the stores are flushed into the open transaction, the
@@ -51,7 +54,11 @@ struct offset_to_commit {
 };
 
 /// @brief The group's answer to an offset commit outside a transaction.
-enum class group_answer { accepted, rebalancing };
+enum class group_answer {
+    accepted,
+    rebalancing,
+    unanswered,  ///< not within the port's wait (the coordinator's connection is down or slow)
+};
 /// @brief How a transaction ended that was not fenced.
 enum class transaction_end { committed, aborted };
 
@@ -61,7 +68,8 @@ public:
     virtual ~commit_port() = default;
     /// At-least-once: returns once every output and changelog write is acknowledged.
     virtual void flush_output() = 0;
-    /// At-least-once: commits `offsets` to the group.
+    /// At-least-once: commits `offsets` to the group, waiting a bounded
+    /// time for its answer (a commit left unanswered may still land later).
     /// @throws an error other than a rebalance under way
     virtual group_answer commit_to_group(const std::vector<offset_to_commit>& offsets) = 0;
     /// Exactly-once: sends `offsets` into the open transaction and commits it.
@@ -107,7 +115,7 @@ enum class commit_outcome {
     nothing_to_commit,
     held,       ///< at-least-once, outside the lease
     committed,
-    refused,    ///< at-least-once: the group rebalances; the work stays uncommitted
+    refused,    ///< at-least-once: the group rebalances, or did not answer in time; the work stays uncommitted
     aborted,    ///< exactly-once: the transaction was aborted; rebuild the tasks
 };
 
@@ -189,15 +197,22 @@ public:
             port_->flush_output();
             if (!offsets.empty()) {
                 const time_point sent = o_.now();
-                if (port_->commit_to_group(offsets) == group_answer::rebalancing) {
-                    counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
+                const group_answer a = port_->commit_to_group(offsets);
+                if (a == group_answer::rebalancing) {
+                    counter("strata_instance_commits_failed_total", "Commits the group refused, and transactions aborted").inc();
+                    return commit_outcome::refused;
+                }
+                if (a == group_answer::unanswered) {
+                    counter("strata_instance_commits_unanswered_total",
+                            "At-least-once commits the group did not answer in time")
+                        .inc();
                     return commit_outcome::refused;
                 }
                 lease_.confirmed(sent);
             }
         } else {
             if (port_->commit_transaction(offsets) == transaction_end::aborted) {
-                counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
+                counter("strata_instance_commits_failed_total", "Commits the group refused, and transactions aborted").inc();
                 port_->begin_transaction();
                 return commit_outcome::aborted;
             }
@@ -225,7 +240,7 @@ public:
     /// @returns whether the transaction was aborted
     bool abort_after_failed_write(const std::exception_ptr& failure) {
         if (!o_.exactly_once || !caused_by<changelog_error>(failure) || !port_->abort_transaction()) return false;
-        counter("strata_instance_commits_failed_total", "Commits the group refused").inc();
+        counter("strata_instance_commits_failed_total", "Commits the group refused, and transactions aborted").inc();
         port_->begin_transaction();
         return true;
     }

@@ -13,6 +13,7 @@
 #include <strata/runtime/detail/instance_producer.hpp>
 #include <strata/runtime/output.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -23,18 +24,38 @@ namespace strata::runtime::detail {
 
 class kafka_commit_port final : public commit_port {
 public:
-    /// The producer is the instance's: it changes after it was fenced.
-    kafka_commit_port(rd_kafka_t* consumer, output& out, instance_producer& producer)
-        : consumer_(consumer), out_(&out), producer_(&producer) {}
+    /// The producer is the instance's: it changes after it was fenced. An
+    /// offset commit waits `answer_within` for the group's answer.
+    kafka_commit_port(rd_kafka_t* consumer, output& out, instance_producer& producer,
+                      std::chrono::milliseconds answer_within)
+        : consumer_(consumer), out_(&out), producer_(&producer), answer_within_(answer_within) {}
 
     void flush_output() override { out_->flush(); }
 
     group_answer commit_to_group(const std::vector<offset_to_commit>& offsets) override {
+        // Not rd_kafka_commit(): librdkafka (2.0.2) waits for its answer
+        // for ever while the coordinator's connection is down or too slow
+        // to finish a request, and the instance would neither process nor
+        // see that its lease ran out. The reply queue keeps itself alive
+        // for an answer that comes after this returns.
         const kafka::unique_partition_list l = to_list(offsets);
-        const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_, l.get(), 0);
+        const kafka::unique_queue replies(rd_kafka_queue_new(consumer_));
+        kafka::check(rd_kafka_commit_queue(consumer_, l.get(), replies.get(), nullptr, nullptr),
+                     "commit the input offsets");
+        const kafka::unique_event answer(
+            rd_kafka_queue_poll(replies.get(), static_cast<int>(answer_within_.count())));
+        if (!answer) return group_answer::unanswered;
+        const rd_kafka_resp_err_t err = rd_kafka_event_error(answer.get());
         if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
             err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
             return group_answer::rebalancing;
+        // No coordinator, or none that answered: librdkafka gives up after
+        // holding the commit for a session. Nothing is wrong with the work.
+        if (err == RD_KAFKA_RESP_ERR__WAIT_COORD || err == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+            err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+            err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+            err == RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT)
+            return group_answer::unanswered;
         kafka::check(err, "commit the input offsets");
         return group_answer::accepted;
     }
@@ -83,6 +104,7 @@ private:
     rd_kafka_t* consumer_;
     output* out_;
     instance_producer* producer_;
+    std::chrono::milliseconds answer_within_;
 };
 
 }  // namespace strata::runtime::detail

@@ -119,10 +119,14 @@ private:
             const kafka::kafka_changelog* log = port->changelog();
             if (log == nullptr) continue;
             for (;;) {
+                const auto left = [&] {
+                    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+                                    std::chrono::milliseconds(100));
+                };
                 const std::int64_t stable =
-                    kafka::query_end_offset(offsets_.get(), log->topic(), log->partition(), c_->broker_timeout);
+                    kafka::query_end_offset(offsets_.get(), log->topic(), log->partition(), left());
                 const std::int64_t high =
-                    kafka::query_end_offset(uncommitted_.get(), log->topic(), log->partition(), c_->broker_timeout);
+                    kafka::query_end_offset(uncommitted_.get(), log->topic(), log->partition(), left());
                 if (stable >= high) break;
                 if (clock::now() > deadline)
                     throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " + log->topic() +
