@@ -129,6 +129,11 @@ public:
     [[nodiscard]] rd_kafka_t* get() const noexcept { return rk_.get(); }
     explicit operator bool() const noexcept { return rk_ != nullptr; }
 
+    /// @brief Lets go of the handle without destroying it: its memory and
+    /// threads stay until the process ends. Only for a handle whose
+    /// destruction librdkafka would abort the process on.
+    void abandon() noexcept { (void)rk_.release(); }
+
 private:
     void destroy() noexcept {
         if (!rk_) return;
@@ -197,11 +202,16 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
         return timeout_ms(
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
     };
+    // One attempt may not take the whole timeout: a request to a leader
+    // that died waits until it times out, and only the metadata refreshed
+    // after it names the new leader for the next attempt.
+    const int attempt = std::max(1000, timeout_ms(timeout) / 4);
     for (;;) {
         std::int64_t lo = 0, hi = 0;
-        rd_kafka_resp_err_t err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, lo, left());
+        rd_kafka_resp_err_t err =
+            detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, lo, std::min(attempt, left()));
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-            err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_END, hi, left());
+            err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_END, hi, std::min(attempt, left()));
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo < 0 ? hi : lo, hi};
         const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
                                err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||

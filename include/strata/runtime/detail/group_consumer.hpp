@@ -53,6 +53,18 @@ public:
     group_consumer(const group_consumer&) = delete;
     group_consumer& operator=(const group_consumer&) = delete;
 
+    /// librdkafka 2.0.2 aborts the process (`rd_kafka_sticky_assignor_state_destroy:
+    /// Assertion 'assignor_state' failed`) when it destroys a consumer that
+    /// joined the group but never completed a SyncGroup: a duplicate instance
+    /// refused in the middle of its first rebalance. Such a handle is closed
+    /// and abandoned instead (its threads and memory stay until the process
+    /// ends); one that had an assignment, even an empty one, is destroyed.
+    ~group_consumer() {
+        if (synced_ || (!joined_ && member_id().empty())) return;
+        (void)rd_kafka_consumer_close(consumer_.get());
+        consumer_.abandon();
+    }
+
     [[nodiscard]] rd_kafka_t* get() const noexcept { return consumer_.get(); }
 
     /// @brief The member id in the group, "" while it has none.
@@ -155,6 +167,7 @@ public:
     /// the group, are given back first: the close then waits only for the
     /// group's own partition.
     void close() {
+        joined_ = joined_ || !member_id().empty();  // the close forgets it
         const std::vector<std::int32_t> inputs(assigned_.begin(), assigned_.end());
         for (const std::int32_t p : inputs) {
             try {
@@ -220,6 +233,7 @@ private:
             return false;
         };
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+            synced_ = true;  // after a SyncGroup, even an empty assignment
             if (cooperative) kafka::check(rd_kafka_incremental_assign(rk, parts), "take the assigned partitions");
             else kafka::check(rd_kafka_assign(rk, parts), "take the assigned partitions");
             // The coordination topic is read by its own consumer.
@@ -273,6 +287,8 @@ private:
     std::exception_ptr failure_;
     bool lost_ = false;
     bool changed_ = true;
+    bool joined_ = false;  // had a member id when it was closed
+    bool synced_ = false;  // had an assignment from the group: see ~group_consumer
     bool held_ = false;                // the inputs are paused while the lease is out
     std::set<std::int32_t> assigned_;  // tasks whose inputs are assigned
     std::optional<clock::time_point> unreachable_since_;

@@ -25,9 +25,21 @@ namespace strata::runtime::detail {
 /// Used on one thread.
 class group_watch {
 public:
-    group_watch(const std::string& bootstrap, std::string group, std::chrono::milliseconds timeout)
-        : group_(std::move(group)), timeout_(timeout), client_(make(bootstrap)),
+    explicit group_watch(const std::string& bootstrap, std::string group)
+        : group_(std::move(group)), client_(make(bootstrap)),
           queue_(rd_kafka_queue_new(client_.get())) {}
+
+    /// How long a request may wait for the group's coordinator. Long on
+    /// purpose: in librdkafka 2.0.2 an admin request that times out while
+    /// waiting for a coordinator that is down, and whose coordinator then
+    /// comes back, aborts the process (use after free of its once-only
+    /// reply: `rd_kafka_enq_once_del_source_return: Assertion
+    /// 'eonce->refcnt > 0' failed`, seen when the broker leading the
+    /// group's offsets partition was killed). Without a timeout of its own,
+    /// the request waits for the next coordinator, which librdkafka looks
+    /// for every second; only a group without a coordinator for this long
+    /// could still meet the bug.
+    static constexpr std::chrono::minutes patience{10};
 
     /// @brief Sends a request unless one is on its way.
     /// @returns whether it sent one
@@ -36,7 +48,8 @@ public:
         const kafka::unique_admin_options opts(
             rd_kafka_AdminOptions_new(client_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS));
         std::array<char, 256> err{};
-        (void)rd_kafka_AdminOptions_set_request_timeout(opts.get(), kafka::timeout_ms(timeout_), err.data(), err.size());
+        (void)rd_kafka_AdminOptions_set_request_timeout(opts.get(), kafka::timeout_ms(patience), err.data(),
+                                                        err.size());
         const char* groups[] = {group_.c_str()};
         rd_kafka_DescribeConsumerGroups(client_.get(), groups, 1, opts.get(), queue_.get());
         in_flight_ = true;
@@ -94,7 +107,6 @@ private:
     }
 
     std::string group_;
-    std::chrono::milliseconds timeout_;
     kafka::client client_;
     kafka::unique_queue queue_;
     bool in_flight_ = false;
