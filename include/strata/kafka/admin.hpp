@@ -135,6 +135,24 @@ inline std::string cleanup_policy(rd_kafka_t* rk, const std::string& topic, cons
     return {};
 }
 
+/// Runs `f` until it returns, again while it throws UNKNOWN_TOPIC_OR_PART
+/// and `deadline` is not near: a topic another client has just created is
+/// unknown for a moment to the broker that answers (on a cluster, brokers
+/// learn of it one by one).
+template <class F>
+auto retry_while_unknown_topic(std::chrono::steady_clock::time_point deadline, F&& f) -> decltype(f()) {
+    for (;;) {
+        try {
+            return f();
+        } catch (const kafka_error& e) {
+            if (e.code() != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
+                throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
 /// Polls metadata until the topic has `expected` partitions, each with a
 /// leader (a freshly created topic takes a moment to become usable); -1
 /// accepts any count. @returns the partition count
@@ -193,22 +211,8 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
                               " (one per input partition); a changelog's partition count cannot change, so "
                               "recreate the topic or use the matching count");
     if (o.require_compaction) {
-        // A topic another client has just created may be unknown for a
-        // moment to the broker that answers (on a cluster, brokers learn of
-        // it one by one): retried until the timeout.
-        const auto deadline = std::chrono::steady_clock::now() + o.timeout;
-        std::string policy;
-        for (;;) {
-            try {
-                policy = detail::cleanup_policy(admin.get(), topic, o);
-                break;
-            } catch (const kafka_error& e) {
-                if (e.code() != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                    std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
-                    throw;
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            }
-        }
+        const std::string policy = detail::retry_while_unknown_topic(
+            std::chrono::steady_clock::now() + o.timeout, [&] { return detail::cleanup_policy(admin.get(), topic, o); });
         if (policy != "compact")
             throw changelog_error("strata::kafka: changelog topic " + topic + " has cleanup.policy=" +
                                   (policy.empty() ? std::string("<unknown>") : policy) +
@@ -225,23 +229,16 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
 /// A topic just created may be unknown for a moment to the broker that
 /// answers: retried until `o.timeout`.
 inline int replication_of(const std::string& topic, const topic_options& o) {
+    using owned_metadata = std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>>;
     const client admin = detail::admin_client(o);
     const unique_topic rkt(rd_kafka_topic_new(admin.get(), topic.c_str(), nullptr));
-    const auto deadline = std::chrono::steady_clock::now() + o.timeout;
-    const rd_kafka_metadata_t* md = nullptr;
-    for (;;) {
-        check(rd_kafka_metadata(admin.get(), 0, rkt.get(), &md, timeout_ms(o.timeout)), "describe topic " + topic);
-        const rd_kafka_resp_err_t err =
-            md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
-        if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-            std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
-            break;
-        rd_kafka_metadata_destroy(md);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
-    if (md->topic_cnt != 1) throw kafka_error("describe topic " + topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
-    check(md->topics[0].err, "describe topic " + topic);
+    const owned_metadata md = detail::retry_while_unknown_topic(std::chrono::steady_clock::now() + o.timeout, [&] {
+        const rd_kafka_metadata_t* m = nullptr;
+        check(rd_kafka_metadata(admin.get(), 0, rkt.get(), &m, timeout_ms(o.timeout)), "describe topic " + topic);
+        owned_metadata owned(m);
+        check(m->topic_cnt == 1 ? m->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, "describe topic " + topic);
+        return owned;
+    });
     int fewest = 0;
     for (int i = 0; i < md->topics[0].partition_cnt; ++i) {
         const int n = md->topics[0].partitions[i].replica_cnt;
