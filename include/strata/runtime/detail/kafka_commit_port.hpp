@@ -36,15 +36,29 @@ public:
         // Not rd_kafka_commit(): librdkafka (2.0.2) waits for its answer
         // for ever while the coordinator's connection is down or too slow
         // to finish a request, and the instance would neither process nor
-        // see that its lease ran out. The reply queue keeps itself alive
-        // for an answer that comes after this returns.
+        // see that its lease ran out. A commit not answered in time stays
+        // pending, and no other is sent until it is answered: the
+        // coordinator serves a connection's requests one after another, and
+        // a pile of commits (one more each time the wait ran out) held back
+        // the member's heartbeats until the group dropped it. The reply
+        // queue keeps itself alive for an answer that comes late.
+        if (pending_) {
+            const kafka::unique_event late(rd_kafka_queue_poll(pending_.get(), 0));
+            if (!late && std::chrono::steady_clock::now() - pending_since_ < give_up_after())
+                return group_answer::unanswered;
+            pending_.reset();  // answered late: what it said is out of date
+        }
         const kafka::unique_partition_list l = to_list(offsets);
-        const kafka::unique_queue replies(rd_kafka_queue_new(consumer_));
+        kafka::unique_queue replies(rd_kafka_queue_new(consumer_));
         kafka::check(rd_kafka_commit_queue(consumer_, l.get(), replies.get(), nullptr, nullptr),
                      "commit the input offsets");
         const kafka::unique_event answer(
             rd_kafka_queue_poll(replies.get(), static_cast<int>(answer_within_.count())));
-        if (!answer) return group_answer::unanswered;
+        if (!answer) {
+            pending_ = std::move(replies);
+            pending_since_ = std::chrono::steady_clock::now();
+            return group_answer::unanswered;
+        }
         const rd_kafka_resp_err_t err = rd_kafka_event_error(answer.get());
         if (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
             err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
@@ -105,6 +119,12 @@ private:
     output* out_;
     instance_producer* producer_;
     std::chrono::milliseconds answer_within_;
+    kafka::unique_queue pending_;  // the replies to a commit not answered in time
+    std::chrono::steady_clock::time_point pending_since_{};
+
+    /// librdkafka answers every commit in the end (an error after its
+    /// socket timeout at the latest); one that seems lost is let go of.
+    [[nodiscard]] std::chrono::milliseconds give_up_after() const { return 60 * answer_within_; }
 };
 
 }  // namespace strata::runtime::detail
