@@ -16,12 +16,18 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 faults="${1:-500}"
 round="${2:-25}"
 build="${STRATA_BUILD_DIR:-${root}/build}"
-log_dir="${STRATA_CHAOS_LOG_DIR:-${root}/.cache/chaos}"
+# Each run keeps its logs in a directory of its own.
+log_dir="${STRATA_CHAOS_LOG_DIR:-${root}/.cache/chaos}/$(date +%Y%m%d-%H%M%S)"
 
 "${root}/scripts/setup.sh" >/dev/null
-[[ -x "${build}/test/runtime_chaos_test" ]] || cmake --build "${build}" --target runtime_chaos_test runtime_aggregate_app
+cmake --build "${build}" --target runtime_chaos_test runtime_aggregate_app
 export STRATA_KAFKA_BROKER_SCRIPT="${root}/scripts/kafka-broker.sh"
-mkdir -p "${log_dir}"
+mkdir -p "${log_dir}/bin"
+# The campaign runs copies of the test and its application, so that the tree
+# can be rebuilt while it runs; the log names the commit they were built from.
+cp "${build}/test/runtime_chaos_test" "${build}/test/runtime_aggregate_app" "${log_dir}/bin/"
+export STRATA_AGGREGATE_APP="${log_dir}/bin/runtime_aggregate_app"
+echo "chaos-runtime: built from $(git -C "${root}" rev-parse --short HEAD)$(git -C "${root}" diff --quiet HEAD -- include test || echo ' with uncommitted changes')"
 
 rounds=$(((faults + round - 1) / round))
 started=${SECONDS}
@@ -29,7 +35,7 @@ failed=0
 for ((r = 1; r <= rounds; r++)); do
   seed="$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')"
   out="${log_dir}/round-${r}.log"
-  if STRATA_CHAOS_SEED="${seed}" STRATA_CHAOS_FAULTS="${round}" "${build}/test/runtime_chaos_test" >"${out}" 2>&1; then
+  if STRATA_CHAOS_SEED="${seed}" STRATA_CHAOS_FAULTS="${round}" "${log_dir}/bin/runtime_chaos_test" >"${out}" 2>&1; then
     echo "round ${r}/${rounds} (seed ${seed}): $(grep -h 'every invariant held' "${out}" | sed 's/^chaos //' | paste -sd ';' -)"
   else
     failed=$((failed + 1))

@@ -233,6 +233,7 @@ TEST_CASE("runtime: a campaign of faults on three brokers (kills, handoffs, zomb
                     static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::steady_clock::now() - started)
                                                .count()));
+        std::fflush(stdout);  // a campaign's log shows its progress as it goes
     }
 
     for (const std::string& id : ids) f.at(id).kill(SIGTERM);

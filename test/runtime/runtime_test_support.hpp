@@ -312,12 +312,20 @@ private:
     std::future<void> done_;
 };
 
+/// The test application: STRATA_AGGREGATE_APP in the environment, or the
+/// one built with the tests. scripts/chaos-runtime.sh runs copies of both, so
+/// that the tree can be rebuilt during its hours.
+inline std::string aggregate_app() {
+    const char* path = std::getenv("STRATA_AGGREGATE_APP");
+    return path != nullptr && *path != '\0' ? path : STRATA_AGGREGATE_APP;
+}
+
 /// One instance of the test application, as a child process whose stdout
 /// goes to a file.
 class instance_process {
 public:
     instance_process(std::vector<std::string> args, std::filesystem::path log)
-        : instance_process(STRATA_AGGREGATE_APP, std::move(args), std::move(log)) {}
+        : instance_process(aggregate_app(), std::move(args), std::move(log)) {}
 
     /// Runs `program` with `args`.
     instance_process(const std::string& program, std::vector<std::string> args, std::filesystem::path log)

@@ -23,6 +23,10 @@ public:
     temp_dir(const temp_dir&) = delete;
     temp_dir& operator=(const temp_dir&) = delete;
     ~temp_dir() {
+        // STRATA_KEEP_TEST_DIRS=1 keeps it, for reading a failed run's logs and state.
+        if (const char* keep = std::getenv("STRATA_KEEP_TEST_DIRS"); keep != nullptr && std::string_view(keep) == "1") {
+            return;
+        }
         std::error_code ec;
         std::filesystem::remove_all(path_, ec);
     }

@@ -167,9 +167,7 @@ inline void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeo
     if (rd_kafka_metadata(rk, 0, rkt, &md, timeout) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(rkt);
 }
-}  // namespace detail
 
-namespace detail {
 /// One offset a partition's leader lists: `which` is RD_KAFKA_OFFSET_BEGINNING
 /// (the log start) or RD_KAFKA_OFFSET_END (the high watermark, or for a
 /// read_committed handle the last stable offset). Not

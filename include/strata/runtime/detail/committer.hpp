@@ -199,7 +199,7 @@ public:
                 const time_point sent = o_.now();
                 const group_answer a = port_->commit_to_group(offsets);
                 if (a == group_answer::rebalancing) {
-                    counter("strata_instance_commits_failed_total", "Commits the group refused, and transactions aborted").inc();
+                    count_failed_commit();
                     return commit_outcome::refused;
                 }
                 if (a == group_answer::unanswered) {
@@ -212,7 +212,7 @@ public:
             }
         } else {
             if (port_->commit_transaction(offsets) == transaction_end::aborted) {
-                counter("strata_instance_commits_failed_total", "Commits the group refused, and transactions aborted").inc();
+                count_failed_commit();
                 port_->begin_transaction();
                 return commit_outcome::aborted;
             }
@@ -240,7 +240,7 @@ public:
     /// @returns whether the transaction was aborted
     bool abort_after_failed_write(const std::exception_ptr& failure) {
         if (!o_.exactly_once || !caused_by<changelog_error>(failure) || !port_->abort_transaction()) return false;
-        counter("strata_instance_commits_failed_total", "Commits the group refused, and transactions aborted").inc();
+        count_failed_commit();
         port_->begin_transaction();
         return true;
     }
@@ -250,6 +250,12 @@ public:
 private:
     metrics::counter& counter(std::string_view name, std::string_view help) {
         return registry_->counter_for(name, help, {{"instance", o_.instance}});
+    }
+
+    void count_failed_commit() {
+        counter("strata_instance_commits_failed_total",
+                "At-least-once commits the group refused, and exactly-once transactions aborted")
+            .inc();
     }
 
     /// Whether `e`, or an exception nested in it, is an E.

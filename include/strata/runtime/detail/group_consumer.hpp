@@ -225,7 +225,11 @@ private:
     /// dropped from the group: the instance lets go of its tasks before
     /// anything more is processed.
     void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
-        const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
+        // librdkafka answers null once the group handle is terminating (a
+        // close after the broker went away: the process read through the null
+        // pointer before), and this consumer is configured cooperative.
+        const char* protocol = rd_kafka_rebalance_protocol(rk);
+        const bool cooperative = protocol == nullptr || std::string_view(protocol) == "COOPERATIVE";
         changed_ = true;
         const auto coordination = [&] {
             for (int i = 0; i < parts->cnt; ++i)
