@@ -27,6 +27,9 @@ mkdir -p "${log_dir}/bin"
 # can be rebuilt while it runs; the log names the commit they were built from.
 cp "${build}/test/runtime_chaos_test" "${build}/test/runtime_aggregate_app" "${log_dir}/bin/"
 export STRATA_AGGREGATE_APP="${log_dir}/bin/runtime_aggregate_app"
+# The instances' logs and state of a failed round stay (the round's log names
+# them); a round that passed removes its own.
+export STRATA_KEEP_TEST_DIRS=1
 echo "chaos-runtime: built from $(git -C "${root}" rev-parse --short HEAD)$(git -C "${root}" diff --quiet HEAD -- include test || echo ' with uncommitted changes')"
 
 rounds=$(((faults + round - 1) / round))
@@ -37,6 +40,7 @@ for ((r = 1; r <= rounds; r++)); do
   out="${log_dir}/round-${r}.log"
   if STRATA_CHAOS_SEED="${seed}" STRATA_CHAOS_FAULTS="${round}" "${log_dir}/bin/runtime_chaos_test" >"${out}" 2>&1; then
     echo "round ${r}/${rounds} (seed ${seed}): $(grep -h 'every invariant held' "${out}" | sed 's/^chaos //' | paste -sd ';' -)"
+    sed -n 's/^chaos .*: instance logs in //p' "${out}" | xargs -r rm -rf
   else
     failed=$((failed + 1))
     echo "round ${r}/${rounds} (seed ${seed}): FAILED, log ${out}"

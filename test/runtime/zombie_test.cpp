@@ -2,6 +2,7 @@
 // resumed (a zombie), and a second process started with an instance id in
 // use. Real processes, a real broker.
 
+#include "audit_support.hpp"
 #include "runtime_test_support.hpp"
 
 #include "support/temp_dir.hpp"
@@ -171,5 +172,54 @@ TEST_CASE("runtime: at-least-once, an instance paused past its session writes no
     // A write of the paused instance after its successor's shows as a count going back.
     const std::size_t records = check_changelog_counts_never_go_back(app, partitions).records;
     std::printf("lease: %zu changelog records, a took %zu task(s) from b\n", records, taken);
+    (void)require_every_input_has_output(output, in.written());
+}
+
+TEST_CASE("runtime: at-least-once, an instance paused in the middle of a batch of records processes none of the "
+          "rest when it wakes: no input is processed by two copies at once",
+          "[kafka][runtime][fencing]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 4;
+    const std::string app = kafka_test::unique_name("batch-lease");
+    const std::string input = kafka_test::make_topic("batch-lease-in", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("batch-lease-out", partitions, {{"cleanup.policy", "delete"}});
+    const std::string audit = kafka_test::make_topic("batch-lease-audit", partitions, {{"cleanup.policy", "delete"}});
+    // 3 ms a record: the two instances fall behind the input, so each pass
+    // of their loops takes a full batch (1,000 records, 3 s), and the pause
+    // almost surely comes in the middle of one.
+    const auto args = [&](const std::string& name) {
+        auto a = app_args(app, input, output, dir / ("state-" + name), name);
+        a.insert(a.end(), {"--audit", audit, "--delay-us", "3000"});
+        return a;
+    };
+    instance_process a(args("a"), dir / "a.log");
+    instance_process b(args("b"), dir / "b.log");
+    paced_input in(input, partitions, 100);
+    in.write_for(8s);  // b has committed a pass or two
+    b.kill(SIGSTOP);  // past its session (6 s): a takes its tasks and processes their inputs
+    in.write_for(10s);
+    b.kill(SIGCONT);
+    in.write_for(2s);
+    const bool done = await_committed(app, input, in.written(), 180s, [&] { return a.running(); });
+    for (instance_process* p : {&a, &b}) {
+        if (p->running()) p->kill(SIGTERM);
+        (void)p->wait();
+    }
+    INFO("a:\n" << a.output() << "\nb:\n" << b.output());
+    REQUIRE(done);
+    std::size_t taken = 0;
+    for (const auto& l : a.lines())
+        if (l.rfind("started task=", 0) == 0 && text_field(l, "previous_owner") == "b") ++taken;
+    REQUIRE(taken >= 1);
+    std::size_t late = 0;
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        const task_audit t = audit_task(audit, p, false);
+        std::printf("batch lease: task %d ran on%s\n", p, t.history.c_str());
+        INFO("task " << p << ":" << t.history);
+        for (const std::string& overlap : t.overlaps) FAIL_CHECK("task " << p << ": " << overlap);
+        late += t.late_queued.size();
+    }
+    std::printf("batch lease: a took %zu task(s) from b; %zu run(s) of b's sent late, processed before a began\n",
+                taken, late);
     (void)require_every_input_has_output(output, in.written());
 }

@@ -237,22 +237,39 @@ inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, s
 /// @brief Checks that a broker at `bootstrap` answers within `timeout` and
 /// that `topic` exists there: a wrong address or a missing topic fails here,
 /// fast and with a clear message, instead of as a delivery timeout minutes later.
+/// A topic the answering broker does not know is asked for again for up to
+/// 5 s (at most `timeout`): on a cluster, a topic another client created a
+/// moment ago reaches the brokers one after another (three instances started
+/// at once on three brokers: one was told its coordination topic did not exist).
 /// @returns the topic's partition count
 inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std::string_view topic,
                                 std::chrono::milliseconds timeout) {
+    using clock = std::chrono::steady_clock;
+    const auto started = clock::now();
+    const auto unknown_until = started + std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(5));
     const unique_topic rkt(rd_kafka_topic_new(rk, std::string(topic).c_str(), nullptr));
-    const rd_kafka_metadata_t* md = nullptr;
-    const rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &md, timeout_ms(timeout));
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        throw kafka_error("no answer from the Kafka cluster at '" + std::string(bootstrap) + "' within " +
-                              std::to_string(timeout.count()) + " ms (wrong bootstrap.servers, or the broker is down?)",
-                          err);
-    const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
-    if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
-        throw kafka_error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
-                              "' (create it first, e.g. with strata::kafka::ensure_topic)",
-                          md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
-    return md->topics[0].partition_cnt;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(started + timeout - clock::now());
+        const rd_kafka_metadata_t* md = nullptr;
+        const rd_kafka_resp_err_t err =
+            rd_kafka_metadata(rk, 0, rkt.get(), &md, timeout_ms(std::max(left, std::chrono::milliseconds(1))));
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            throw kafka_error("no answer from the Kafka cluster at '" + std::string(bootstrap) + "' within " +
+                                  std::to_string(timeout.count()) +
+                                  " ms (wrong bootstrap.servers, or the broker is down?)",
+                              err);
+        const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
+        const rd_kafka_resp_err_t topic_err =
+            md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+        if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR) return md->topics[0].partition_cnt;
+        const bool may_appear = topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+                                topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE;
+        if (!may_appear || clock::now() + std::chrono::milliseconds(100) >= unknown_until)
+            throw kafka_error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
+                                  "' (create it first, e.g. with strata::kafka::ensure_topic)",
+                              topic_err);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
 }
 
 }  // namespace strata::kafka

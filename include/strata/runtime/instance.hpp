@@ -248,6 +248,13 @@ private:
             if (s_->consumer.lost()) return;  // heard in this poll: nothing more is processed (coordinate() lets go)
             if (got == detail::polled::nothing) return;
             if (got == detail::polled::error) continue;
+            // The lease is looked at before each record, not once a pass: a
+            // process paused in the middle of a batch wakes with the rest of
+            // it in hand, and another instance may run those tasks by then.
+            if (!s_->committer.may_write()) {
+                s_->consumer.put_back(*m);
+                return;
+            }
             const auto it = tasks_->active().find(m->partition);
             // Only running tasks have their input assigned; a record of
             // another task is left over from an assignment just given back.

@@ -13,7 +13,8 @@
 // TOPIC (p: the task's partition), keyed by who wrote it,
 // `<instance>/<pid>/<build>` (build: how many times this process has built
 // the task's stores, so a task released and taken again is a new writer),
-// its value the input's offset. Under exactly-once it commits with the
+// its value the input's offset and when it was processed (wall clock, µs:
+// the processes share a machine). Under exactly-once it commits with the
 // output. The chaos test reads it to tell which copy of a task wrote when.
 //
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
@@ -41,6 +42,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 namespace {
@@ -100,7 +102,13 @@ auto make_app(const strata::runtime::application_config& c, Store make_store, st
             now.sum += r.value.value_or(0);
             store.put(r.key, now);
             ctx.emit(output, r.key, runtime_test::update{r.offset, now.count, now.sum});
-            if (!audit.empty()) ctx.emit(audit, writer_of(instance, ctx.partition()), r.offset, ctx.partition());
+            if (!audit.empty()) {
+                const std::int64_t processed_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                                      std::chrono::system_clock::now().time_since_epoch())
+                                                      .count();
+                ctx.emit(audit, writer_of(instance, ctx.partition()), std::vector<std::int64_t>{r.offset, processed_us},
+                         ctx.partition());
+            }
             if (delay.count() > 0) std::this_thread::sleep_for(delay);
         });
 }

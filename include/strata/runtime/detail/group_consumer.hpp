@@ -107,9 +107,14 @@ public:
     /// its partition is sought back to it, to come again with the lease.
     void serve_group_only() {
         kafka::unique_message m;
-        if (poll(10, m) != polled::record) return;
-        if (m->rkt != nullptr && input_index(*c_, rd_kafka_topic_name(m->rkt)))
-            (void)rd_kafka_seek(m->rkt, m->partition, m->offset, 1000);
+        if (poll(10, m) == polled::record) put_back(*m);
+    }
+
+    /// @brief Seeks an input record's partition back to it, unprocessed: it
+    /// comes again with the next poll that may process it.
+    void put_back(const rd_kafka_message_t& m) {
+        if (m.rkt != nullptr && input_index(*c_, rd_kafka_topic_name(m.rkt)))
+            (void)rd_kafka_seek(m.rkt, m.partition, m.offset, 1000);
     }
 
     // The inputs of task p, from where it resumes; paused while the lease is out.
