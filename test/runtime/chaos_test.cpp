@@ -149,6 +149,10 @@ TEST_CASE("runtime: a campaign of faults on three brokers (kills, handoffs, zomb
                                   "--output", output, "--commit-ms", "200", "--session-ms", std::to_string(session_ms),
                                   "--standbys", "1", "--audit", audit};
     if (exactly_once) base.emplace_back("--exactly-once");
+    // STRATA_CHAOS_DEBUG=cgrp: the group consumers' librdkafka debug log, in
+    // the instances' logs (scripts/chaos-runtime.sh keeps those of a failed round).
+    if (const char* debug = std::getenv("STRATA_CHAOS_DEBUG"); debug != nullptr && *debug != '\0')
+        base.insert(base.end(), {"--consumer-debug", debug});
     input_writer in(input, partitions);
     std::int64_t next = 0;
     const auto feed = [&](int n) {

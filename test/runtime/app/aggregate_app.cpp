@@ -21,6 +21,7 @@
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
 //          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC]
+//          [--consumer-debug CONTEXTS]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -163,6 +164,8 @@ int main(int argc, char** argv) {
     if (o.flag("dead-letter")) c.on_bad_record = strata::runtime::bad_record_action::dead_letter;
     c.commit_interval = std::chrono::milliseconds(std::stoll(o.get("commit-ms", "0")));
     c.session_timeout = std::chrono::milliseconds(std::stoll(o.get("session-ms", "6000")));
+    // librdkafka's debug contexts for the group consumer (e.g. "cgrp"), on stderr.
+    if (const std::string debug = o.get("consumer-debug"); !debug.empty()) c.consumer_settings["debug"] = debug;
     c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));
     c.standby_replicas = std::stoi(o.get("standbys", "0"));
     c.acceptable_standby_lag = std::stoll(o.get("acceptable-lag", "10000"));
