@@ -186,6 +186,37 @@ TEST_CASE("committer: an at-least-once commit the group does not answer in time 
     CHECK(f.t0.uncommitted == 0);
 }
 
+TEST_CASE("committer: an at-least-once commit deferred while the member joins the group again keeps its work, "
+          "renews no lease, and is counted apart from refusals",
+          "[runtime][committer]") {
+    fixture f(false);
+    committer c = f.make();
+    c.keep_lease();
+    const auto until = c.current_lease().until();
+    f.now += 1'000ms;
+    f.port.answer = group_answer::deferred;
+    f.t0.uncommitted = 3;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::refused);
+    CHECK(f.t0.uncommitted == 3);  // goes with the next commit
+    CHECK(f.port.committed.size() == 1);  // the first lease only
+    CHECK(c.current_lease().until() == until);
+    CHECK(f.count("strata_instance_commits_deferred_total", {{"instance", "a"}}) == 1);
+    CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 0);
+
+    // A lease renewal deferred is tried again 50 ms later; the lease runs out meanwhile if the join takes long.
+    f.now = until - 2'000ms;
+    c.keep_lease();
+    f.now = until;
+    c.keep_lease();
+    CHECK_FALSE(c.may_write());
+    f.port.answer = group_answer::accepted;  // steady in the group again
+    f.now += 50ms;
+    c.keep_lease();
+    CHECK(c.may_write());
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::committed);
+    CHECK(f.t0.uncommitted == 0);
+}
+
 TEST_CASE("committer: the lease is renewed with a third of a session left, retried when refused, and runs out",
           "[runtime][committer]") {
     fixture f(false);

@@ -18,7 +18,8 @@
 ///   the next commit or be processed again by the next owner. One the
 ///   group does not answer in time counts the same, and renews nothing: its
 ///   offsets may still land later, which is harmless, as what they mark
-///   consumed is durable already.
+///   consumed is durable already. None is sent while the member joins the
+///   group again (group_stats.hpp says why): deferred, it counts the same.
 /// - Under the lease: outside it nothing is committed, and keep_lease()
 ///   commits something nothing reads when a third of a session is left.
 /// - Exactly-once: the stores are flushed into the open transaction, the
@@ -58,6 +59,7 @@ enum class group_answer {
     accepted,
     rebalancing,
     unanswered,  ///< not within the port's wait (the coordinator's connection is down or slow)
+    deferred,    ///< not sent: the member is joining the group again (group_stats.hpp)
 };
 /// @brief How a transaction ended that was not fenced.
 enum class transaction_end { committed, aborted };
@@ -205,6 +207,12 @@ public:
                 if (a == group_answer::unanswered) {
                     counter("strata_instance_commits_unanswered_total",
                             "At-least-once commits the group did not answer in time")
+                        .inc();
+                    return commit_outcome::refused;
+                }
+                if (a == group_answer::deferred) {
+                    counter("strata_instance_commits_deferred_total",
+                            "At-least-once commits held back while this member joined the group again")
                         .inc();
                     return commit_outcome::refused;
                 }

@@ -14,6 +14,7 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/runtime/config.hpp>
+#include <strata/runtime/detail/group_stats.hpp>
 #include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/takeover.hpp>
 
@@ -81,6 +82,10 @@ public:
     /// the group dropped this member.
     [[nodiscard]] bool lost() const noexcept { return lost_; }
     void clear_lost() noexcept { lost_ = false; }
+    /// @brief Whether this member is in the middle of joining the group, as
+    /// its statistics last said (every 100 ms): an offset commit sent now
+    /// could start another rebalance (group_stats.hpp).
+    [[nodiscard]] bool rejoining() const noexcept { return !steady_; }
     /// @brief Whether a rebalance happened since the last call.
     [[nodiscard]] bool take_changed() noexcept { return std::exchange(changed_, false); }
     /// @brief What a rebalance callback threw (librdkafka cannot carry it).
@@ -203,6 +208,8 @@ private:
         // default is 5 minutes. Its longest legitimate wait is a delivery
         // or a commit, bounded by broker_timeout.
         k.set("max.poll.interval.ms", std::to_string((c.broker_timeout + c.session_timeout).count()));
+        // The join state, for the at-least-once committer (group_stats.hpp).
+        k.set("statistics.interval.ms", "100");
         k.set(c.consumer_settings);
         // Not overridable: the runtime commits itself, reads only committed
         // data, and relies on cooperative rebalancing.
@@ -211,8 +218,15 @@ private:
         k.set("isolation.level", "read_committed");
         k.set("partition.assignment.strategy", "cooperative-sticky");
         rd_kafka_conf_set_rebalance_cb(k.get(), &group_consumer::on_rebalance);
+        rd_kafka_conf_set_stats_cb(k.get(), &group_consumer::on_stats);
         rd_kafka_conf_set_opaque(k.get(), self);
         return k;
+    }
+
+    static int on_stats(rd_kafka_t*, char* json, std::size_t size, void* opaque) {
+        const std::string_view state = join_state_in_stats(std::string_view(json, size));
+        if (!state.empty()) static_cast<group_consumer*>(opaque)->steady_ = state == "steady";
+        return 0;  // librdkafka frees the JSON
     }
 
     static void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
@@ -298,6 +312,7 @@ private:
     bool changed_ = true;
     bool joined_ = false;  // had a member id when it was closed
     bool synced_ = false;  // had an assignment from the group: see ~group_consumer
+    bool steady_ = true;   // the join state in the last statistics (none: commits go out)
     bool held_ = false;                // the inputs are paused while the lease is out
     std::set<std::int32_t> assigned_;  // tasks whose inputs are assigned
     std::optional<clock::time_point> unreachable_since_;

@@ -51,7 +51,7 @@ struct instance_session {
           out(producer.get()),
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); }},
           consumer(c, coordination, coord.leader()),
-          commit_port(consumer.get(), out, producer, c.session_timeout / 4),
+          commit_port(consumer, out, producer, c.session_timeout / 4),
           committer(committer_settings(c, coordination), commit_port, reg),
           takeover(c, reg),
           restore(std::move(h.build), [this](task& t) { takeover.prepare(t); }, reg, std::move(h.on_restore),

@@ -10,6 +10,7 @@
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
 #include <strata/runtime/detail/committer.hpp>
+#include <strata/runtime/detail/group_consumer.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
 #include <strata/runtime/output.hpp>
 
@@ -26,9 +27,10 @@ class kafka_commit_port final : public commit_port {
 public:
     /// The producer is the instance's: it changes after it was fenced. An
     /// offset commit waits `answer_within` for the group's answer.
-    kafka_commit_port(rd_kafka_t* consumer, output& out, instance_producer& producer,
+    kafka_commit_port(group_consumer& consumer, output& out, instance_producer& producer,
                       std::chrono::milliseconds answer_within)
-        : consumer_(consumer), out_(&out), producer_(&producer), answer_within_(answer_within) {}
+        : group_(&consumer), consumer_(consumer.get()), out_(&out), producer_(&producer),
+          answer_within_(answer_within) {}
 
     void flush_output() override { out_->flush(); }
 
@@ -42,6 +44,7 @@ public:
         // a pile of commits (one more each time the wait ran out) held back
         // the member's heartbeats until the group dropped it. The reply
         // queue keeps itself alive for an answer that comes late.
+        if (group_->rejoining()) return group_answer::deferred;
         if (pending_) {
             const kafka::unique_event late(rd_kafka_queue_poll(pending_.get(), 0));
             if (!late && std::chrono::steady_clock::now() - pending_since_ < give_up_after())
@@ -115,6 +118,7 @@ private:
         return l;
     }
 
+    group_consumer* group_;
     rd_kafka_t* consumer_;
     output* out_;
     instance_producer* producer_;
