@@ -323,6 +323,7 @@ private:
             tasks_->release_all();
         }
         s_->consumer.clear_lost();
+        s_->commit_port.act_for(id);
         s_->coord.set_member_id(std::move(id));
         s_->committer.new_membership();  // a new membership earns its own lease
         return true;

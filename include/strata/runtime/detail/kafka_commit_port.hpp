@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <librdkafka/rdkafka.h>
@@ -32,6 +34,10 @@ public:
         : group_(&consumer), consumer_(consumer.get()), out_(&out), producer_(&producer),
           answer_within_(answer_within) {}
 
+    /// @brief The membership (member id) the instance acts for now; commits
+    /// to the group go out only under it.
+    void act_for(std::string member_id) { membership_ = std::move(member_id); }
+
     void flush_output() override { out_->flush(); }
 
     group_answer commit_to_group(const std::vector<offset_to_commit>& offsets) override {
@@ -44,7 +50,11 @@ public:
         // a pile of commits (one more each time the wait ran out) held back
         // the member's heartbeats until the group dropped it. The reply
         // queue keeps itself alive for an answer that comes late.
-        if (group_->rejoining()) return group_answer::deferred;
+        // Only under the membership the instance runs its tasks for: a member
+        // id librdkafka changed since (a rejoin behind the instance's back)
+        // would earn a lease for tasks another member may run by now.
+        const std::string member = group_->member_id();
+        if (group_->rejoining() || member.empty() || member != membership_) return group_answer::deferred;
         if (pending_) {
             const kafka::unique_event late(rd_kafka_queue_poll(pending_.get(), 0));
             if (!late && std::chrono::steady_clock::now() - pending_since_ < give_up_after())
@@ -74,6 +84,7 @@ public:
             err == RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT)
             return group_answer::unanswered;
         kafka::check(err, "commit the input offsets");
+        if (group_->member_id() != member) return group_answer::rebalancing;  // it may have gone out as the new one
         return group_answer::accepted;
     }
 
@@ -119,6 +130,7 @@ private:
     }
 
     group_consumer* group_;
+    std::string membership_;
     rd_kafka_t* consumer_;
     output* out_;
     instance_producer* producer_;
