@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
@@ -230,6 +231,29 @@ public:
 
     std::vector<service_instance>& instances() { return instances_; }
 
+    /// Writes one record as another producer would, bytes as given.
+    void write_raw(const std::string& key, const std::string& value) {
+        strata::kafka::producer p(strata::kafka::producer_options{kafka_test::bootstrap(), std::nullopt, {}});
+        strata::kafka::delivery_tracker& t = p.new_tracker();
+        const strata::kafka::unique_topic rkt(rd_kafka_topic_new(p.get(), reports_.c_str(), nullptr));
+        const std::int32_t part = partition_of(key, partitions);
+        p.produce(rkt.get(), part, strata::as_bytes(key), strata::as_bytes(value), t);
+        p.wait(t);
+        REQUIRE_FALSE(t.has_failed());
+        ++written_[static_cast<std::size_t>(part)];
+    }
+
+    /// Records in the reports topic, over every partition (its end offsets).
+    std::int64_t reports_written() const {
+        std::int64_t n = 0;
+        for (std::int32_t p = 0; p < partitions; ++p)
+            n += strata::kafka::kafka_changelog(kafka_test::log_options(reports_, p)).end_offset();
+        return n;
+    }
+
+    /// A record the API wrote itself (the test counts it as written).
+    void count_api_write(std::int32_t partition) { ++written_[static_cast<std::size_t>(partition)]; }
+
 private:
     std::string app_, reports_, states_;
     int standbys_;
@@ -411,4 +435,121 @@ TEST_CASE("service: three instances, one killed, every object equals an independ
 TEST_CASE("service: three instances, one killed, every object equals an independent majority vote (one standby)",
           "[kafka][service]") {
     failover_scenario(1);
+}
+
+namespace {
+
+/// The one error body every 4xx and 5xx has: a JSON object with a string
+/// "status" and a non-empty string "error".
+void require_error_body(const httplib::Result& r, int code, const std::string& status) {
+    REQUIRE(r);
+    INFO("HTTP " << r->status << " body [" << r->body.substr(0, 300) << "]");
+    REQUIRE(r->status == code);
+    REQUIRE(r->get_header_value("Content-Type") == "application/json");
+    const json body = json::parse(r->body, nullptr, false);
+    REQUIRE(body.is_object());
+    CHECK(body.value("status", "") == status);
+    REQUIRE(body.contains("error"));
+    REQUIRE(body["error"].is_string());
+    CHECK_FALSE(body["error"].get<std::string>().empty());
+}
+
+/// A sample of a metric in an instance's GET /metrics (0 when absent).
+double metric(int port, const std::string& name) {
+    httplib::Client c("127.0.0.1", port);
+    const httplib::Result r = c.Get("/metrics");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    std::istringstream lines(r->body);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("service: ids JSON cannot carry are refused before anything is written and a record already in the topic "
+          "that cannot be rendered is skipped and counted",
+          "[kafka][service]") {
+    test_support::temp_dir dir;
+    cluster c(0, dir);
+    for (const char* id : {"a", "b"}) c.start(id);
+    c.await_assignment({"a", "b"});
+    const int port = c.at("a").port;
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(std::chrono::seconds(10));
+    client.set_write_timeout(std::chrono::seconds(10));
+    const httplib::Headers auth{{"Authorization", "Bearer " + token}};
+
+    // Objects to page through, written through the API.
+    std::set<std::string> objects;
+    for (int i = 0; i < 40; ++i) {
+        const std::string id = "obj-" + std::to_string(i);
+        const reply put = api_client(port).put("/objects/" + id, R"({"state": "down"})");
+        REQUIRE(put.code == 202);
+        c.count_api_write(put.body["partition"].get<std::int32_t>());
+        objects.insert(id);
+    }
+    c.await_processed();
+    const std::int64_t before = c.reports_written();
+
+    // Refused, each with the JSON error body, and nothing reaches the topic.
+    const httplib::Result not_utf8 = client.Put("/objects/obj-%FF%FE", auth, R"({"state": "down"})", "application/json");
+    require_error_body(not_utf8, 400, "bad_request");
+    CHECK(json::parse(not_utf8->body)["error"].get<std::string>().find("UTF-8") != std::string::npos);
+    require_error_body(client.Delete("/objects/obj-%C3%28", auth), 400, "bad_request");
+    require_error_body(client.Put("/objects/" + std::string(257, 'i'), auth, R"({"state": "down"})", "application/json"),
+                       400, "bad_request");
+    require_error_body(client.Put("/objects/" + std::string(10'000, 'i'), auth, R"({"state": "down"})", "application/json"),
+                       414, "uri_too_long");
+    require_error_body(client.Put("/objects/x", auth, std::string(10'000'000, ' '), "application/json"), 413,
+                       "body_too_large");
+    require_error_body(client.Put("/objects/x", auth, std::string(9'000, 'x'), "application/x-www-form-urlencoded"), 413,
+                       "body_too_large");
+    require_error_body(client.Put("/objects/x", auth, R"({"state": ")" + std::string(5'000, 'x') + R"("})", "application/json"),
+                       413, "body_too_large");
+    require_error_body(client.Put("/objects/x", auth, R"({"state": "down", "agent": ")" + std::string(300, 'a') + R"("})",
+                                  "application/json"),
+                       400, "bad_request");
+    require_error_body(client.Post("/objects/x", auth, R"({"state": "down"})", "application/json"), 405,
+                       "method_not_allowed");
+    require_error_body(client.Get("/no/such/page"), 404, "not_found");
+    require_error_body(client.Get("/objects/obj-%FF"), 400, "bad_request");
+    CHECK(c.reports_written() == before);
+
+    // Another producer (or an older version of the service) wrote a report
+    // on an object whose id is not UTF-8: it is processed like any other,
+    // but JSON cannot carry its id.
+    const std::string bad_id = "obj-\xff\xfe-bad";
+    c.write_raw(bad_id, json{{"agent", "agent-1"}, {"state", "down"}, {"time_ms", strata::runtime::wall_clock_ms()}}.dump());
+    c.await_processed();
+
+    // Every instance still pages through every other object, and counts the
+    // one it left out.
+    for (const char* id : {"a", "b"}) {
+        api_client from(c.at(id).port);
+        std::set<std::string> seen;
+        std::string cursor;
+        for (;;) {
+            const reply page = from.get("/objects?limit=7" + (cursor.empty() ? "" : "&cursor=" + cursor));
+            INFO("instance " << id << " answered " << page.code << " " << page.body.dump());
+            REQUIRE(page.code == 200);
+            for (const json& o : page.body["objects"]) CHECK(seen.insert(o["id"].get<std::string>()).second);
+            if (page.body["next"].is_null()) break;
+            cursor = page.body["next"].get<std::string>();
+        }
+        CHECK(seen == objects);
+        // A read of the object answers a JSON error, on the owner or forwarded.
+        require_error_body(httplib::Client("127.0.0.1", c.at(id).port).Get("/objects/obj-%FF%FE-bad"), 400, "bad_request");
+    }
+    CHECK(metric(c.at("a").port, "strata_gateway_unrenderable_records_total") +
+              metric(c.at("b").port, "strata_gateway_unrenderable_records_total") >=
+          2);
+
+    for (const char* id : {"a", "b"}) c.at(id).process->kill(SIGTERM);
+    for (const char* id : {"a", "b"}) {
+        const int status = c.at(id).process->wait(60s);
+        INFO(c.at(id).process->output());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
 }

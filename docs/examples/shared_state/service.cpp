@@ -21,7 +21,8 @@
 //   --max-age-ms N          reports older than this expire (default 3600000)
 //   --states-allowed a,b,c  the states an agent may report (default ok,degraded,down,under_attack)
 //   --token T               writes (PUT, DELETE) need "Authorization: Bearer T"
-//   --max-body N            request body limit in bytes (default 4096)
+//   --max-body N            request body limit in bytes (default 4096; a body over 16 times
+//                           that is refused before it is read)
 //   --max-page N            largest page of GET /objects (default 1000)
 //   --exactly-once          commit with Kafka transactions
 //   --kafka key=value       a librdkafka setting for every client (SASL/SSL), repeatable
@@ -273,7 +274,10 @@ public:
 
     void mount(httplib::Server& server) {
         gateway_.mount(server);  // /strata/...: the routes other instances forward to
-        server.set_payload_max_length(s_->max_body * 16);  // larger still: refused with a JSON 413 below
+        // A body over --max-body is refused by check_write with the figures;
+        // one over 16 times that is refused by the server before it is read
+        // (a 413 with the same JSON error body, from the gateway's error handler).
+        server.set_payload_max_length(s_->max_body * 16);
         server.Get("/", [](const httplib::Request&, httplib::Response& res) {
             res.set_content(shared_state::status_page, "text/html; charset=utf-8");
         });
@@ -289,6 +293,20 @@ public:
         server.Delete(R"(/objects/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
             guarded(res, [&] { return delete_object(req, req.matches[1].str()); });
         });
+        // The other methods on the objects' routes: 405, with what is allowed.
+        const auto not_allowed = [](const char* allow) {
+            return [allow](const httplib::Request& req, httplib::Response& res) {
+                gw::error_answer(405, "method_not_allowed", req.method + " is not allowed here; " + allow + " are")
+                    .write_to(res);
+                res.set_header("Allow", allow);
+            };
+        };
+        server.Post(R"(/objects/(.+))", not_allowed("GET, PUT, DELETE"));
+        server.Patch(R"(/objects/(.+))", not_allowed("GET, PUT, DELETE"));
+        server.Post("/objects", not_allowed("GET"));
+        server.Put("/objects", not_allowed("GET"));
+        server.Patch("/objects", not_allowed("GET"));
+        server.Delete("/objects", not_allowed("GET"));
         server.Get("/instances", [this](const httplib::Request&, httplib::Response& res) {
             gateway_.instances().write_to(res);
         });
@@ -346,7 +364,7 @@ private:
 
     /// PUT /objects/{id} {"state": "...", "agent": "..."(optional, default "operator")}
     gw::answer put_object(const httplib::Request& req, const std::string& id) {
-        if (std::optional<gw::answer> refused = check_write(req)) return *refused;
+        if (std::optional<gw::answer> refused = check_write(req, id)) return *refused;
         const json body = json::parse(req.body, nullptr, false);
         if (body.is_discarded() || !body.is_object())
             return gw::error_answer(400, "bad_request", "the body must be a JSON object like {\"state\": \"ok\"}");
@@ -361,13 +379,17 @@ private:
         }
         r.agent = body.contains("agent") && body["agent"].is_string() ? body["agent"].get<std::string>() : "operator";
         if (r.agent.empty()) return gw::error_answer(400, "bad_request", "\"agent\" must not be empty");
+        if (r.agent.size() > max_name_bytes)
+            return gw::error_answer(400, "bad_request",
+                                    "an agent has at most " + std::to_string(max_name_bytes) + " bytes; this one has " +
+                                        std::to_string(r.agent.size()));
         r.time_ms = rt::wall_clock_ms();
         return accepted(id, r);
     }
 
     /// DELETE /objects/{id}: forgets every report on the object so far.
     gw::answer delete_object(const httplib::Request& req, const std::string& id) {
-        if (std::optional<gw::answer> refused = check_write(req)) return *refused;
+        if (std::optional<gw::answer> refused = check_write(req, id)) return *refused;
         report r;
         r.agent = "operator";
         r.forget = true;
@@ -377,21 +399,34 @@ private:
 
     /// Writes the report; 202 with the position at which it will be visible.
     gw::answer accepted(const std::string& id, const report& r) {
-        if (id.size() > 256) return gw::error_answer(400, "bad_request", "an object id has at most 256 bytes");
         const report_writer::written w = writer_.write(id, r);
         return gw::answer{202, json{{"id", id}, {"partition", w.partition}, {"position", w.offset},
                                     {"visible_with", "GET /objects/" + gw::url_encode(id) + "?position=" +
                                                          std::to_string(w.offset)}}};
     }
 
-    /// A write's refusal, if any: over the body limit, or without the token.
-    std::optional<gw::answer> check_write(const httplib::Request& req) const {
+    /// The longest object id and agent name, in bytes (after percent-decoding).
+    static constexpr std::size_t max_name_bytes = 256;
+
+    /// A write's refusal, if any: without the token, over the body limit,
+    /// or an id that could not be read back. Every id the API writes can be
+    /// answered as JSON: a JSON string holds only UTF-8, and an id that is
+    /// not would be kept, voted on, and then fail every answer that names it.
+    std::optional<gw::answer> check_write(const httplib::Request& req, const std::string& id) const {
         if (!s_->token.empty() && req.get_header_value("Authorization") != "Bearer " + s_->token)
             return gw::error_answer(401, "unauthorized", "writes need the header Authorization: Bearer <token>");
         if (req.body.size() > s_->max_body)
             return gw::error_answer(413, "body_too_large",
                                     "the body has " + std::to_string(req.body.size()) + " bytes; at most " +
                                         std::to_string(s_->max_body) + " are accepted");
+        if (!gw::valid_utf8(id))
+            return gw::error_answer(400, "bad_request",
+                                    "the object id '" + gw::url_encode(id) +
+                                        "' (percent-encoded here) is not valid UTF-8: JSON cannot carry it");
+        if (id.size() > max_name_bytes)
+            return gw::error_answer(400, "bad_request",
+                                    "an object id has at most " + std::to_string(max_name_bytes) + " bytes; this one has " +
+                                        std::to_string(id.size()));
         return std::nullopt;
     }
 

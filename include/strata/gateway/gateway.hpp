@@ -127,6 +127,10 @@ namespace detail {
 struct local_answer {
     runtime::query_outcome outcome;
     json body;
+    /// The outcome is ok, but what was read cannot be written as JSON (a
+    /// string that is not UTF-8, put in the topic by another producer): the
+    /// body is unset and the record was counted as unrenderable.
+    bool unrenderable = false;
 };
 
 /// Which entries of a partition a scan wants: from <= key <= to (keys as
@@ -169,7 +173,7 @@ class kv_port_of final : public kv_port {
                   "strata::gateway: scans page through keys in their < order: the key type needs operator<");
 
 public:
-    explicit kv_port_of(const App& app) : app_(&app) {}
+    kv_port_of(const App& app, metrics::counter& unrenderable) : app_(&app), unrenderable_(&unrenderable) {}
 
     local_answer get(std::string_view key, const runtime::read_options& o) const override {
         const K k = key_text<K>::parse(key);
@@ -177,8 +181,15 @@ public:
         local_answer a;
         a.outcome = r;
         if (r.ok()) {
-            a.body = json{{"key", json(k)}, {"partition", r.partition}, {"position", r.position}};
-            a.body["value"] = r.value->has_value() ? json(**r.value) : json(nullptr);
+            json key_json(k);
+            json value = r.value->has_value() ? json(**r.value) : json(nullptr);
+            if (!renderable(key_json) || !renderable(value)) {
+                unrenderable_->inc();
+                a.unrenderable = true;
+                return a;
+            }
+            a.body = json{{"key", std::move(key_json)}, {"partition", r.partition}, {"position", r.position}};
+            a.body["value"] = std::move(value);
             if (r.from_standby) a.body["standby_lag"] = r.standby_lag;
         }
         return a;
@@ -190,7 +201,8 @@ public:
         if (b.from) from = key_text<K>::parse(*b.from);
         if (b.to) to = key_text<K>::parse(*b.to);
         if (b.after) after = key_text<K>::template from_json_checked<K>(*b.after, "cursor's key");
-        auto r = app_->template query<I>(p, [&](const auto& s) { return page(s, from, to, after, limit); }, o);
+        auto r = app_->template query<I>(
+            p, [&](const auto& s) { return page(s, from, to, after, limit, *unrenderable_); }, o);
         local_answer a;
         a.outcome = r;
         if (r.ok()) a.body = std::move(*r.value);
@@ -201,44 +213,56 @@ public:
 
 private:
     /// Up to `limit` entries after `after` within [from, to], in key order,
-    /// and whether more follow (under the task's lock).
+    /// and whether more follow (under the task's lock). An entry whose key
+    /// or value JSON cannot carry is left out and counted: one such record
+    /// must not fail every page that reaches it, on every instance.
     static json page(const store& s, const std::optional<K>& from, const std::optional<K>& to,
-                     const std::optional<K>& after, std::size_t limit) {
+                     const std::optional<K>& after, std::size_t limit, metrics::counter& unrenderable) {
         const auto wanted = [&](const K& k) {
             return (!from || !(k < *from)) && (!to || !(*to < k)) && (!after || *after < k);
         };
-        std::vector<std::pair<K, V>> got;
+        json items = json::array();
         bool more = false;
+        std::uint64_t skipped = 0;
+        // Adds one entry, unless it cannot be rendered; false once the page is full.
+        const auto add = [&](const K& k, const V& v) {
+            json entry{{"key", json(k)}, {"value", json(v)}};
+            if (!renderable(entry)) {
+                ++skipped;
+                return true;
+            }
+            if (items.size() == limit) {
+                more = true;
+                return false;
+            }
+            items.push_back(std::move(entry));
+            return true;
+        };
         if constexpr (ordered_kv_store<store>) {
             const auto take = [&](auto&& entries) {
                 for (const auto& [k, v] : entries) {
                     if (to && *to < k) break;
                     if (!wanted(k)) continue;
-                    if (got.size() == limit) {
-                        more = true;
-                        break;
-                    }
-                    got.emplace_back(k, v);
+                    if (!add(k, v)) break;
                 }
             };
             const std::optional<K>& start = after ? after : from;
             if (start && to) take(s.range(*start, *to));
             else take(s.all());
         } else {
+            std::vector<std::pair<K, V>> got;
             for (const auto& [k, v] : s.all())
                 if (wanted(k)) got.emplace_back(k, v);
             std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-            if (got.size() > limit) {
-                got.resize(limit);
-                more = true;
-            }
+            for (const auto& [k, v] : got)
+                if (!add(k, v)) break;
         }
-        json items = json::array();
-        for (const auto& [k, v] : got) items.push_back(json{{"key", json(k)}, {"value", json(v)}});
+        if (skipped > 0) unrenderable.inc(skipped);
         return json{{"items", std::move(items)}, {"more", more}};
     }
 
     const App* app_;
+    metrics::counter* unrenderable_;
 };
 
 template <class App, std::size_t I, class F>
@@ -249,19 +273,28 @@ class query_port_of final : public query_port {
                   "converts to nlohmann::json");
 
 public:
-    query_port_of(const App& app, F f) : app_(&app), f_(std::move(f)) {}
+    query_port_of(const App& app, F f, metrics::counter& unrenderable)
+        : app_(&app), f_(std::move(f)), unrenderable_(&unrenderable) {}
 
     local_answer run(std::int32_t p, const query_args& a, const runtime::read_options& o) const override {
         auto r = app_->template query<I>(p, [&](const store& s) { return json(std::invoke(f_, s, a)); }, o);
         local_answer out;
         out.outcome = r;
-        if (r.ok()) out.body = std::move(*r.value);
+        if (r.ok()) {
+            if (renderable(*r.value)) {
+                out.body = std::move(*r.value);
+            } else {
+                unrenderable_->inc();
+                out.unrenderable = true;
+            }
+        }
         return out;
     }
 
 private:
     const App* app_;
     F f_;
+    metrics::counter* unrenderable_;
 };
 
 }  // namespace detail
@@ -341,7 +374,11 @@ public:
           forwarded_(&app.metrics().counter_for("strata_gateway_forwarded_total",
                                                 "Requests this gateway forwarded to the instance that runs the partition")),
           forward_failed_(&app.metrics().counter_for("strata_gateway_forward_failures_total",
-                                                     "Forwarded requests that got no answer from the other instance")) {}
+                                                     "Forwarded requests that got no answer from the other instance")),
+          unrenderable_(&app.metrics().counter_for(
+              "strata_gateway_unrenderable_records_total",
+              "Records read that JSON cannot carry (a string that is not UTF-8): left out of scans, refused to key "
+              "reads and queries")) {}
 
     gateway(const gateway&) = delete;
     gateway& operator=(const gateway&) = delete;
@@ -350,7 +387,7 @@ public:
     /// returns) under `name`. Its keys and values cross as JSON (see json.hpp).
     template <std::size_t I = 0>
     gateway& serve_kv(std::string name) {
-        kv_.insert_or_assign(std::move(name), std::make_unique<detail::kv_port_of<App, I>>(*app_));
+        kv_.insert_or_assign(std::move(name), std::make_unique<detail::kv_port_of<App, I>>(*app_, *unrenderable_));
         return *this;
     }
 
@@ -362,7 +399,7 @@ public:
     template <std::size_t I = 0, class F>
     gateway& serve_query(std::string store, std::string query, F f) {
         queries_.insert_or_assign({std::move(store), std::move(query)},
-                                  std::make_unique<detail::query_port_of<App, I, F>>(*app_, std::move(f)));
+                                  std::make_unique<detail::query_port_of<App, I, F>>(*app_, std::move(f), *unrenderable_));
         return *this;
     }
 
@@ -375,10 +412,24 @@ public:
     /// It also lets a keep-alive connection serve many requests (httplib
     /// closes it after 5 by default): other instances' gateways keep theirs
     /// open, and a new connection costs more than a request.
+    ///
+    /// Every error answer of the server gets the gateway's error body, also
+    /// the ones cpp-httplib gives by itself (json_error_bodies: this replaces
+    /// the server's error and exception handlers), and a request under the
+    /// prefix with a method other than GET is a 405.
     void mount(httplib::Server& server) {
         server.set_tcp_nodelay(true);
         server.set_keep_alive_max_count(100'000);
+        json_error_bodies(server);
         const std::string& p = options_.prefix;
+        const auto only_get = [](const httplib::Request& req, httplib::Response& res) {
+            error_answer(405, "method_not_allowed", "the gateway's routes answer GET only, not " + req.method).write_to(res);
+            res.set_header("Allow", "GET, HEAD");
+        };
+        server.Post(p + "/.*", only_get);
+        server.Put(p + "/.*", only_get);
+        server.Patch(p + "/.*", only_get);
+        server.Delete(p + "/.*", only_get);
         server.Get(p + R"(/stores/([^/]+)/keys/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
             serve(req, res, [&](const request_options& o) { return get(req.matches[1].str(), req.matches[2].str(), o); });
         });
@@ -416,6 +467,7 @@ public:
         const auto it = kv_.find(store);
         if (it == kv_.end()) return unknown_store(store);
         const detail::local_answer local = it->second->get(key, o.read);
+        if (local.unrenderable) return unrenderable(store, key);
         if (local.outcome.ok()) {
             json body = local.body;
             body["instance"] = app_->config().instance_id;
@@ -512,6 +564,10 @@ public:
         const detail::query_port* port = find_query(store, name);
         if (port == nullptr) return unknown_query(store, name);
         const detail::local_answer local = port->run(p, a, o.read);
+        if (local.unrenderable)
+            return error_answer(500, "unrenderable",
+                                "the result of query '" + std::string(name) + "' on partition " + std::to_string(p) +
+                                    " holds a string that is not UTF-8: JSON cannot carry it");
         if (local.outcome.ok()) return answer{200, json{{"partition", p}, {"result", local.body}}};
         const auto path = [&] {
             std::string q;
@@ -580,10 +636,14 @@ private:
             forwarded_->inc();
             forwarded f = clients_.get(endpoint, path(), headers, parse);
             if (f.reply && f.reply->code < 500) return std::move(*f.reply);
+            // The holder read it and cannot render it: every copy holds the same.
+            if (f.reply && f.reply->code == 500 && f.reply->parsed().is_object() &&
+                f.reply->body.value("status", "") == "unrenderable")
+                return std::move(*f.reply);
             if (f.reply && instance == local.owner && !o.read.allow_standby) return std::move(*f.reply);
             forward_failed_->inc();
             tried += (tried.empty() ? "" : ", ") + instance + " at " + endpoint;
-            failure = f.reply ? f.reply->parsed().value("status", "error") : f.failure;
+            failure = !f.reply ? f.failure : f.reply->parsed().is_object() ? f.reply->body.value("status", "error") : "error";
         }
         answer a = error_answer(503, "owner_unreachable",
                                 "no instance that holds partition " + std::to_string(local.partition) +
@@ -603,6 +663,12 @@ private:
     static answer unknown_query(std::string_view store, std::string_view name) {
         return error_answer(404, "unknown_query",
                             "no query '" + std::string(name) + "' on store '" + std::string(store) + "'");
+    }
+
+    static answer unrenderable(std::string_view store, std::string_view key) {
+        return error_answer(500, "unrenderable",
+                            "the value of key '" + url_encode(key) + "' (percent-encoded here) in store '" +
+                                std::string(store) + "' holds a string that is not UTF-8: JSON cannot carry it");
     }
 
     static answer unknown_store(std::string_view store) {
@@ -627,6 +693,7 @@ private:
     client_pool clients_;
     metrics::counter* forwarded_;
     metrics::counter* forward_failed_;
+    metrics::counter* unrenderable_;
     std::map<std::string, std::unique_ptr<detail::kv_port>, std::less<>> kv_;
     std::map<std::pair<std::string, std::string>, std::unique_ptr<detail::query_port>> queries_;
 };

@@ -1,8 +1,10 @@
 #pragma once
 /// @file
 /// @brief The HTTP side of the query gateway: answers as (status, JSON
-/// body), how each query_status maps onto an HTTP status, URL encoding, and
-/// a pool of keep-alive clients for forwarding to other instances.
+/// body), how each query_status maps onto an HTTP status, the one error body
+/// every 4xx and 5xx carries (the HTTP server's own refusals included), what
+/// JSON can carry (UTF-8), URL encoding, and a pool of keep-alive clients for
+/// forwarding to other instances.
 
 #include <strata/core/error.hpp>
 #include <strata/runtime/queries.hpp>
@@ -12,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,9 +36,10 @@ public:
 };
 
 /// @brief An HTTP answer: status code and JSON body. Every error body has
-/// "status" (a query_status name, or one of the gateway's own: not_found,
-/// unknown_store, unknown_query, bad_request, owner_unreachable) and "error"
-/// (what happened, in words).
+/// "status" (a query_status name; one of the gateway's own: not_found,
+/// unknown_store, unknown_query, bad_request, owner_unreachable,
+/// unrenderable; or, for what the HTTP server refuses by itself, the name
+/// http_status_name gives its code) and "error" (what happened, in words).
 struct answer {
     answer() = default;
     answer(int c, json b, bool r = false) : code(c), body(std::move(b)), retry(r) {}
@@ -58,17 +62,161 @@ struct answer {
         return body;
     }
 
-    /// Writes it into an httplib response.
+    /// Writes it into an httplib response. A string that is not UTF-8 (a
+    /// message that quotes a bad parameter back) is written with U+FFFD in
+    /// place of its bad bytes instead of failing the dump: the data paths
+    /// check what they render first (`renderable`), so only messages get here.
     void write_to(httplib::Response& res) const {
         res.status = code;
         if (retry) res.set_header("Retry-After", "1");
-        res.set_content(raw.empty() ? body.dump() : raw, "application/json");
+        res.set_content(raw.empty() ? body.dump(-1, ' ', false, json::error_handler_t::replace) : raw,
+                        "application/json");
     }
 };
+
+/// @brief Percent-encodes everything but RFC 3986's unreserved characters,
+/// so that any key fits in one path segment or query value.
+[[nodiscard]] inline std::string url_encode(std::string_view s) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+            c == '_' || c == '~') {
+            out.push_back(ch);
+        } else {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+    }
+    return out;
+}
+
+/// @brief A path as it may be quoted back in a message: slashes kept,
+/// everything else outside RFC 3986's unreserved characters percent-encoded.
+[[nodiscard]] inline std::string url_encode_path(std::string_view path) {
+    std::string out;
+    for (std::size_t from = 0;;) {
+        const std::size_t slash = path.find('/', from);
+        out += url_encode(path.substr(from, slash == std::string_view::npos ? std::string_view::npos : slash - from));
+        if (slash == std::string_view::npos) return out;
+        out += '/';
+        from = slash + 1;
+    }
+}
 
 /// @brief The error answer of a gateway condition.
 [[nodiscard]] inline answer error_answer(int code, std::string_view status, std::string_view what, bool retry = false) {
     return answer{code, json{{"status", status}, {"error", what}}, retry};
+}
+
+/// @brief Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no
+/// surrogates, nothing above U+10FFFF), the only text a JSON string holds.
+[[nodiscard]] inline bool valid_utf8(std::string_view s) noexcept {
+    std::size_t i = 0;
+    const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    const auto tail = [&](std::size_t k) { return k < s.size() && (at(k) & 0xC0) == 0x80; };
+    while (i < s.size()) {
+        const unsigned char c = at(i);
+        if (c < 0x80) {
+            ++i;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            if (!tail(i + 1)) return false;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (!tail(i + 1) || !tail(i + 2)) return false;
+            if (c == 0xE0 && at(i + 1) < 0xA0) return false;   // overlong
+            if (c == 0xED && at(i + 1) >= 0xA0) return false;  // a surrogate
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (!tail(i + 1) || !tail(i + 2) || !tail(i + 3)) return false;
+            if (c == 0xF0 && at(i + 1) < 0x90) return false;   // overlong
+            if (c == 0xF4 && at(i + 1) >= 0x90) return false;  // above U+10FFFF
+            i += 4;
+        } else {
+            return false;  // a continuation byte first, 0xC0, 0xC1, 0xF5 and above
+        }
+    }
+    return true;
+}
+
+/// @brief Whether a JSON value can be written out: every string and object
+/// key in it is UTF-8. nlohmann::json holds any bytes in a string, and
+/// fails only when it dumps one (type_error 316), after the answer is built.
+[[nodiscard]] inline bool renderable(const json& j) {
+    switch (j.type()) {
+        case json::value_t::string: return valid_utf8(j.get_ref<const std::string&>());
+        case json::value_t::array:
+            for (const json& e : j)
+                if (!renderable(e)) return false;
+            return true;
+        case json::value_t::object:
+            for (const auto& [k, v] : j.items())
+                if (!valid_utf8(k) || !renderable(v)) return false;
+            return true;
+        default: return true;
+    }
+}
+
+/// @brief The "status" of an error body by HTTP status, for the answers the
+/// HTTP server gives by itself (no route, a body or URI over its limits, a
+/// handler that threw).
+[[nodiscard]] inline std::string_view http_status_name(int code) noexcept {
+    switch (code) {
+        case 400: return "bad_request";
+        case 401: return "unauthorized";
+        case 403: return "forbidden";
+        case 404: return "not_found";
+        case 405: return "method_not_allowed";
+        case 408: return "request_timeout";
+        case 413: return "body_too_large";
+        case 414: return "uri_too_long";
+        case 415: return "unsupported_media_type";
+        case 416: return "range_not_satisfiable";
+        case 431: return "headers_too_large";
+        case 500: return "internal_error";
+        case 501: return "not_implemented";
+        case 503: return "unavailable";
+        default: return code >= 500 ? "server_error" : "client_error";
+    }
+}
+
+/// @brief Gives every error answer of `server` the gateway's error body,
+/// {"status", "error"}, also the ones cpp-httplib makes by itself, which
+/// otherwise have an empty body: 400 (a request line or header it cannot
+/// parse, a header line over CPPHTTPLIB_HEADER_MAX_LENGTH, 8 KB), 404 (no
+/// route), 413 (a body over set_payload_max_length, or a form body over
+/// CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, 8 KB), 414 (a request
+/// line over CPPHTTPLIB_REQUEST_URI_MAX_LENGTH, 8 KB) and 500 (a handler
+/// that threw: the message says what it threw). An answer that already has
+/// a body keeps it. It replaces the server's error and exception handlers.
+inline void json_error_bodies(httplib::Server& server) {
+    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "the request's handler failed";
+        try {
+            if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what += ": ";
+            what += e.what();
+        } catch (...) {
+        }
+        error_answer(500, "internal_error", what).write_to(res);
+    });
+    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string what;
+        switch (res.status) {
+            case 400: what = "the request is not HTTP this server can read (its request line or a header)"; break;
+            case 404: what = "no route for " + req.method + " " + url_encode_path(req.path); break;
+            case 413: what = "the request body is over what this server accepts"; break;
+            case 414: what = "the request line is over what this server accepts"; break;
+            default: what = "HTTP " + std::to_string(res.status); break;
+        }
+        error_answer(res.status, http_status_name(res.status), what).write_to(res);
+        return httplib::Server::HandlerResponse::Handled;
+    }));
 }
 
 /// @brief The HTTP status of a query that did not answer:
@@ -125,26 +273,6 @@ struct answer {
             break;
     }
     return a;
-}
-
-/// @brief Percent-encodes everything but RFC 3986's unreserved characters,
-/// so that any key fits in one path segment or query value.
-[[nodiscard]] inline std::string url_encode(std::string_view s) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(s.size());
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-            c == '_' || c == '~') {
-            out.push_back(ch);
-        } else {
-            out.push_back('%');
-            out.push_back(hex[c >> 4]);
-            out.push_back(hex[c & 15]);
-        }
-    }
-    return out;
 }
 
 /// @brief host and port of an endpoint "host:port" ("[::1]:80" for IPv6).

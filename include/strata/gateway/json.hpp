@@ -23,10 +23,17 @@ namespace strata::gateway {
 /// query parameter, after percent-decoding): a string key as itself, an
 /// integral key as its decimal digits, anything else as its JSON text
 /// (`{"region":"eu","id":7}`). Specialize it for another spelling.
+///
+/// A string key must be UTF-8: the answer carries the key as a JSON string,
+/// and JSON cannot carry other bytes. A key that is not is a bad request,
+/// refused before any store is read.
 template <class K>
 struct key_text {
     static K parse(std::string_view text) {
         if constexpr (std::is_same_v<K, std::string>) {
+            if (!valid_utf8(text))
+                throw bad_request("the key '" + url_encode(text) +
+                                  "' (percent-encoded here) is not valid UTF-8: JSON cannot carry it");
             return std::string(text);
         } else if constexpr (std::is_integral_v<K> && !std::is_same_v<K, bool>) {
             K k{};
