@@ -378,8 +378,9 @@ TEST_CASE("gateway: a record whose key JSON cannot carry is skipped and counted 
     }
     CHECK(unrenderable() > 0);
 
-    // A key read of it, on the owner or forwarded to it, is a JSON error
-    // that names the problem, not a failed JSON dump.
+    // A key read of it, on either instance, is a JSON error that names the
+    // problem (the key is refused before any store is read), not a failed
+    // JSON dump on the owner.
     for (const int port : {server_a.port(), server_b.port()}) {
         const raw_reply r = send(port, "GET", "/strata/stores/counts/keys/" + gw::url_encode(bad_key));
         require_error_body(r, 400, "bad_request");

@@ -539,7 +539,7 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
             cursor = page.body["next"].get<std::string>();
         }
         CHECK(seen == objects);
-        // A read of the object answers a JSON error, on the owner or forwarded.
+        // A read of the object answers a JSON error on every instance.
         require_error_body(httplib::Client("127.0.0.1", c.at(id).port).Get("/objects/obj-%FF%FE-bad"), 400, "bad_request");
     }
     CHECK(metric(c.at("a").port, "strata_gateway_unrenderable_records_total") +
