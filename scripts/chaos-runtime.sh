@@ -10,6 +10,10 @@
 # Usage: scripts/chaos-runtime.sh [FAULTS per guarantee, default 500] [ROUND, default 25]
 # Replay a failed round: STRATA_CHAOS_SEED=<seed it printed> STRATA_CHAOS_FAULTS=<ROUND> \
 #   build/test/runtime_chaos_test
+# STRATA_CHAOS_KINDS=broker,coordinator (any of kill, handoff, latency,
+# zombie, pause, broker, coordinator, duplicate) draws only those faults; a
+# seed replays with the same kinds only. A stalled round's log has, for each
+# partition, the inputs written and committed, and each instance's metrics.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,6 +8,10 @@
 //   started task=<p> restored=<n> previous_owner=<instance> previous_commit_ms=<ms> noticed_ms=<ms> assigned_ms=<ms> restored_ms=<ms> first_record_ms=<ms>
 //   rebalance at_ms=<ms>      (the leader saw the group's membership change)
 //   stopped
+// and on SIGUSR1 its metrics (Prometheus text, histogram buckets left out)
+// between the lines "metrics of <instance>:" and "end of metrics": what a
+// stalled test prints, to tell a task that runs nowhere from one that
+// lags or one whose commits do not land.
 //
 // With --audit TOPIC, each input also writes one record to partition p of
 // TOPIC (p: the task's partition), keyed by who wrote it,
@@ -27,12 +31,14 @@
 #include "snapshot_store.hpp"
 
 #include <strata/decorators/all.hpp>
+#include <strata/metrics/prometheus.hpp>
 #include <strata/runtime/application.hpp>
 #include <strata/stores/hash_map_store.hpp>
 #if STRATA_APP_WITH_ROCKSDB
 #include <strata/stores/rocksdb_store.hpp>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -40,8 +46,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 #include <unistd.h>
@@ -62,6 +70,30 @@ volatile std::sig_atomic_t stop_before_run = 0;  // a signal came before run() s
 void on_signal(int) {
     if (stop_app) stop_app();
     else stop_before_run = 1;
+}
+std::atomic<bool> metrics_asked{false};
+void on_metrics_signal(int) { metrics_asked.store(true); }
+
+/// Prints the metrics each time SIGUSR1 asks, until `done`.
+void serve_metrics_dumps(strata::metrics::registry& r, const std::string& instance, const std::atomic<bool>& done) {
+    while (!done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (!metrics_asked.exchange(false)) continue;
+        std::string text = "metrics of " + instance + ":\n";
+        const std::string all = strata::metrics::to_prometheus(r);
+        for (std::size_t at = 0; at < all.size();) {
+            const std::size_t end = std::min(all.find('\n', at), all.size());
+            const std::string_view line(all.data() + at, end - at);
+            if (line.find("_bucket{") == std::string_view::npos && line.rfind("# ", 0) != 0) {
+                text.append(line);
+                text += '\n';
+            }
+            at = end + 1;
+        }
+        text += "end of metrics\n";
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+    }
 }
 
 struct options {
@@ -141,6 +173,16 @@ int run(App&& app) {
     });
     stop_app = [&app] { app.stop(); };
     if (stop_before_run != 0) app.stop();  // run() then stops cleanly at once
+    std::atomic<bool> done{false};
+    std::thread dumps(serve_metrics_dumps, std::ref(app.metrics()), app.config().instance_id, std::cref(done));
+    struct join_dumps {
+        std::atomic<bool>& done;
+        std::thread& t;
+        ~join_dumps() {
+            done.store(true);
+            t.join();
+        }
+    } joined{done, dumps};
     app.run();
     std::printf("stopped\n");
     std::fflush(stdout);
@@ -153,6 +195,7 @@ int main(int argc, char** argv) {
     // First: a test may stop an instance the moment it started.
     std::signal(SIGTERM, on_signal);
     std::signal(SIGINT, on_signal);
+    std::signal(SIGUSR1, on_metrics_signal);
     const options o = parse(argc, argv);
     strata::runtime::application_config c;
     c.application_id = o.get("app");
