@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,10 @@ struct config {
     ms session_timeout = 1'000;
     ms heartbeat_interval = 100;
     ms describe_interval = 250;
+    /// A request for the members unanswered this long is given up and sent
+    /// again (detail::group_watch::retry_after, 2 s against a 6 s session
+    /// in the runtime's defaults, scaled here like the session).
+    ms describe_retry = 400;
     ms status_interval = 500;
     ms fault_until = 8'000;  ///< faults happen before this
     ms end = 14'000;         ///< quiet from fault_until to here: everything must settle
@@ -461,11 +466,19 @@ private:
             i.lead->members_listed(std::move(i.describe_answer), tp(i.describe_sent));
             i.describe_answer_at.reset();
         }
+        if (i.describe_answer_at && now_ - i.describe_sent >= c_.describe_retry) {
+            i.describe_answer_at.reset();  // given up: a new request goes out below
+            note(i.name + " gives up a request for the members");
+        }
         if (!i.describe_answer_at && now_ >= i.next_describe) {
             i.describe_sent = now_;
             i.describe_answer.clear();
             for (const member& m : coordinator_.members) i.describe_answer.push_back({m.instance, m.id});
-            i.describe_answer_at = now_ + (rng_.chance(10) ? rng_.between(100, 800) : rng_.between(1, 30));
+            // Some answers never come while faults happen: the group
+            // coordinator died with the request on its way.
+            const bool lost = now_ < c_.fault_until && rng_.chance(2);
+            i.describe_answer_at = lost ? std::numeric_limits<ms>::max()
+                                        : now_ + (rng_.chance(10) ? rng_.between(100, 800) : rng_.between(1, 30));
             i.next_describe = now_ + c_.describe_interval;
         }
         if (auto d = i.lead->decide(i.state, now_)) {

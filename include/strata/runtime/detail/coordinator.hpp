@@ -8,6 +8,7 @@
 /// It refuses, before anything else of the instance starts, to run beside
 /// a live process with the same instance id: see the constructor.
 
+#include <strata/metrics/registry.hpp>
 #include <strata/runtime/config.hpp>
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
@@ -41,7 +42,7 @@ public:
     /// @param rebalance_log called when the leader notices the membership change
     /// @throws usage_error naming both processes, for a duplicate instance id
     coordinator(const application_config& c, const std::string& topic, std::int32_t tasks,
-                const std::function<void(std::int64_t)>& rebalance_log)
+                const std::function<void(std::int64_t)>& rebalance_log, metrics::registry& reg)
         : c_(&c),
           reader_(c.bootstrap_servers, topic, c.consumer_settings),
           writer_(c.bootstrap_servers, topic, writer_settings(c)),
@@ -49,7 +50,15 @@ public:
           leader_(leader_settings(c, tasks)),
           incarnation_(make_incarnation()),
           started_ms_(wall_clock_ms()),
-          rebalance_log_(&rebalance_log) {
+          rebalance_log_(&rebalance_log),
+          abandoned_(&reg.counter_for("strata_instance_group_describes_abandoned_total",
+                                      "Requests for the group's members given up unanswered, and sent again",
+                                      {{"instance", c.instance_id}})) {
+        for (std::size_t r = 0; r < roles_.size(); ++r)
+            roles_[r] = &reg.gauge_for("strata_instance_coordination_role",
+                                       "1 for this instance's role: follower, claiming (elected, its claim not "
+                                       "read back yet) or leader",
+                                       {{"instance", c.instance_id}, {"role", role_names[r]}});
         reader_.watch_for_duplicates({c.instance_id, incarnation_, started_ms_});
         refuse_a_running_duplicate();
     }
@@ -100,6 +109,7 @@ public:
     /// membership (at once when `group_changed`, else every 250 ms), and
     /// publishes a decision whenever the membership or a status changes it.
     void lead(clock::time_point now, bool group_changed) {
+        publish_role();
         if (!leader_.elected()) return;
         if (std::optional<leader_claim> c = leader_.claim_to_write()) writer_.publish(*c);
         leader_.observe(reader_.state());
@@ -107,7 +117,9 @@ public:
         if (std::optional<std::vector<group_member>> m = watch_.poll())
             leader_.members_listed(std::move(*m), describe_sent_);
         if (group_changed || now >= next_describe_) {
-            if (watch_.request()) describe_sent_ = now;
+            if (watch_.request(now)) describe_sent_ = now;
+            abandoned_->inc(watch_.abandoned() - abandoned_seen_);
+            abandoned_seen_ = watch_.abandoned();
             next_describe_ = now + std::chrono::milliseconds(250);
         }
         // Decide only once the coordination topic is read to its end.
@@ -235,6 +247,13 @@ private:
         return hex.data();
     }
 
+    static constexpr std::array<const char*, 3> role_names{"follower", "claiming", "leader"};
+
+    void publish_role() {
+        const std::size_t now = leader_.leading() ? 2 : leader_.elected() ? 1 : 0;
+        for (std::size_t r = 0; r < roles_.size(); ++r) roles_[r]->set(r == now ? 1.0 : 0.0);
+    }
+
     [[nodiscard]] static kafka::settings writer_settings(const application_config& c) {
         kafka::settings s = c.producer_settings;
         s.try_emplace("message.timeout.ms", std::to_string(c.broker_timeout.count()));
@@ -259,6 +278,9 @@ private:
     std::string incarnation_;  // unique to this run
     std::int64_t started_ms_;
     const std::function<void(std::int64_t)>* rebalance_log_;
+    metrics::counter* abandoned_;
+    std::uint64_t abandoned_seen_ = 0;
+    std::array<metrics::gauge*, 3> roles_{};
 
     std::string member_id_;
     decision_id acted_{};

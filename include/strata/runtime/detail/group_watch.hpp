@@ -41,10 +41,44 @@ public:
     /// could still meet the bug.
     static constexpr std::chrono::minutes patience{10};
 
-    /// @brief Sends a request unless one is on its way.
+    /// How long a request is waited for before another one is sent in its
+    /// place. A coordinator that is up answers within milliseconds; a
+    /// request that met a dead one waits for librdkafka to find the next,
+    /// and the leader decides nothing until it has a member list asked for
+    /// after its election: a fresh request costs less than the wait.
+    static constexpr std::chrono::seconds retry_after{2};
+
+    using clock = std::chrono::steady_clock;
+
+    /// How long librdkafka keeps a group's coordinator in mind unused
+    /// (this client's metadata.max.age.ms; it looks for stale entries every
+    /// second). librdkafka 2.0.2 asks the coordinator it remembers as long
+    /// as that broker is up, and forgets it only when unused for this long:
+    /// not on a refusal. A broker that died and came back no longer
+    /// coordinating the group answered every request NOT_COORDINATOR, and
+    /// the leader never listed the members again (the campaign's stalls
+    /// after a broker death; test/runtime/group_watch_test.cpp shows it). A
+    /// client that asks every 250 ms never leaves it unused that long, so
+    /// after a refusal the watch is quiet for `forget_after`, and the next
+    /// request looks the coordinator up again.
+    static constexpr std::chrono::milliseconds coordinator_memory{1000};
+    static constexpr std::chrono::milliseconds forget_after = coordinator_memory + std::chrono::milliseconds(1500);
+
+    /// @brief Sends a request unless one sent less than `retry_after` ago
+    /// is on its way, or a refusal is being forgotten. An older one is
+    /// given up: its answer, if it comes, goes to a queue that nobody
+    /// reads any more.
     /// @returns whether it sent one
-    bool request() {
-        if (in_flight_) return false;
+    bool request(clock::time_point now) {
+        if (refused_at_) {
+            if (now - *refused_at_ < forget_after) return false;
+            refused_at_.reset();
+        }
+        if (in_flight_) {
+            if (now - sent_at_ < retry_after) return false;
+            queue_.reset(rd_kafka_queue_new(client_.get()));
+            ++abandoned_;
+        }
         const kafka::unique_admin_options opts(
             rd_kafka_AdminOptions_new(client_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS));
         std::array<char, 256> err{};
@@ -53,8 +87,16 @@ public:
         const char* groups[] = {group_.c_str()};
         rd_kafka_DescribeConsumerGroups(client_.get(), groups, 1, opts.get(), queue_.get());
         in_flight_ = true;
+        sent_at_ = now;
         return true;
     }
+
+    /// @brief How many requests were given up unanswered.
+    [[nodiscard]] std::uint64_t abandoned() const noexcept { return abandoned_; }
+    /// @brief How many answers were a refusal (an error, for the request or the group).
+    [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
+    /// @brief The last refusal, in words ("" before any).
+    [[nodiscard]] const std::string& last_refusal() const noexcept { return last_refusal_; }
 
     /// @brief The members (instance id from their client.id, and member
     /// id), when a reply to the last request arrived. A group in the middle
@@ -69,7 +111,7 @@ public:
         if (!ev) return std::nullopt;
         in_flight_ = false;
         if (const rd_kafka_resp_err_t err = rd_kafka_event_error(ev.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            refuse_for_good(err, rd_kafka_event_error_string(ev.get()));
+            note_refusal(err, rd_kafka_event_error_string(ev.get()));
             return std::nullopt;  // asked again later
         }
         const rd_kafka_DescribeConsumerGroups_result_t* result = rd_kafka_event_DescribeConsumerGroups_result(ev.get());
@@ -78,7 +120,7 @@ public:
         const rd_kafka_ConsumerGroupDescription_t** groups = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
         if (count != 1) return std::nullopt;
         if (const rd_kafka_error_t* e = rd_kafka_ConsumerGroupDescription_error(groups[0]); e != nullptr) {
-            refuse_for_good(rd_kafka_error_code(e), rd_kafka_error_string(e));
+            note_refusal(rd_kafka_error_code(e), rd_kafka_error_string(e));
             return std::nullopt;
         }
         const rd_kafka_consumer_group_state_t state = rd_kafka_ConsumerGroupDescription_state(groups[0]);
@@ -93,7 +135,12 @@ public:
     }
 
 private:
-    void refuse_for_good(rd_kafka_resp_err_t err, const char* what) const {
+    /// A refusal: thrown when it is for good, else remembered, and the
+    /// watch goes quiet until librdkafka forgot the coordinator.
+    void note_refusal(rd_kafka_resp_err_t err, const char* what) {
+        ++refused_;
+        last_refusal_ = std::string(rd_kafka_err2name(err)) + ": " + (what == nullptr ? "" : what);
+        refused_at_ = clock::now();
         if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
             throw kafka::kafka_error("describe the group " + group_ +
                                          " (the leader needs DESCRIBE on it to know the members it decides for)",
@@ -103,6 +150,7 @@ private:
     static kafka::client make(const std::string& bootstrap) {
         kafka::conf c;
         c.set("bootstrap.servers", bootstrap);
+        c.set("metadata.max.age.ms", std::to_string(coordinator_memory.count()));
         return kafka::client(RD_KAFKA_PRODUCER, std::move(c));
     }
 
@@ -110,6 +158,11 @@ private:
     kafka::client client_;
     kafka::unique_queue queue_;
     bool in_flight_ = false;
+    clock::time_point sent_at_{};
+    std::optional<clock::time_point> refused_at_;
+    std::uint64_t abandoned_ = 0;
+    std::uint64_t refused_ = 0;
+    std::string last_refusal_;
 };
 
 }  // namespace strata::runtime::detail

@@ -20,7 +20,7 @@
 #include <strata/runtime/detail/takeover.hpp>
 #include <strata/runtime/detail/topics.hpp>
 #include <strata/runtime/output.hpp>
-#include <strata/runtime/restorer.hpp>
+#include <strata/runtime/detail/restorer.hpp>
 #include <strata/runtime/state_directory.hpp>
 #include <strata/runtime/task_context.hpp>
 
@@ -46,7 +46,7 @@ struct instance_session {
         : dir(c.state_dir, c.application_id),
           partitions(topics.check_inputs()),
           coordination(topics.ensure_coordination()),
-          coord(c, coordination, partitions, *h.rebalance_log),
+          coord(c, coordination, partitions, *h.rebalance_log, reg),
           producer(c),
           out(producer.get()),
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); }},
