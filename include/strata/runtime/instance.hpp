@@ -10,7 +10,7 @@
 /// The processing thread is the one that calls `run()`: it polls the group
 /// consumer (librdkafka serves rebalances from the poll), reads the
 /// coordination topic, decides as leader, hands each record to its task,
-/// punctuates and commits. The restore thread (restorer.hpp) builds tasks
+/// punctuates and commits. The restore thread (detail/restorer.hpp) builds tasks
 /// with the user's factory, fences their predecessors and looks up their
 /// offsets, and replays their changelogs. Tasks pass from one to the other
 /// under a mutex; nothing else is shared.
@@ -41,7 +41,7 @@
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
-#include <strata/runtime/restorer.hpp>
+#include <strata/runtime/detail/restorer.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <atomic>

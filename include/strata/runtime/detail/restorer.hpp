@@ -10,6 +10,7 @@
 #include <strata/restore/checkpoint.hpp>
 #include <strata/restore/restore.hpp>
 #include <strata/runtime/detail/store_replay.hpp>
+#include <strata/runtime/restore_event.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>
@@ -29,18 +30,7 @@
 #include <utility>
 #include <vector>
 
-namespace strata::runtime {
-
-/// @brief One report of a task's restore, for a `restore_callback`.
-struct restore_event {
-    enum class phase { start, batch, end };
-    phase what;
-    const std::string& task;  ///< the task's id
-    const restore_progress& progress;  ///< progress.store names the store
-};
-
-/// @brief Receives restore progress from the restore thread; it must not block for long.
-using restore_callback = std::function<void(const restore_event&)>;
+namespace strata::runtime::detail {
 
 /// @brief Builds and restores tasks on a thread of its own, and keeps
 /// standby tasks current by tailing their changelogs.
@@ -429,4 +419,4 @@ private:
     std::thread thread_;  // last: starts after everything above exists
 };
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail

@@ -12,7 +12,7 @@
 #include <strata/runtime/detail/instance_session.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/output.hpp>
-#include <strata/runtime/restorer.hpp>
+#include <strata/runtime/detail/restorer.hpp>
 #include <strata/runtime/task.hpp>
 #include <strata/runtime/task_context.hpp>
 
