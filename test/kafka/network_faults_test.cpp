@@ -17,6 +17,7 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/kafka/error.hpp>
+#include <strata/kafka/transaction.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -404,5 +405,45 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
         }
         WARN(seen.size() - static_cast<std::size_t>(acknowledged) << " of " << unacknowledged
                                         << " unacknowledged records reached the broker after the stall");
+    }
+
+    {  // a transaction whose commit times out (the coordinator's connection stalled) ends, and the next begins
+        const std::string topic = make_topic("net-faults-transaction");
+        strata::kafka::producer_options po;
+        po.bootstrap_servers = proxy_bootstrap;
+        po.transactional_id = kafka_test::unique_name("net-faults-txn");
+        po.extra = {{"reconnect.backoff.ms", "50"}, {"reconnect.backoff.max.ms", "1000"}};
+        strata::kafka::exactly_once eos(po, 2000ms);
+        const strata::kafka::unique_group_metadata group(rd_kafka_consumer_group_metadata_new("net-faults-txn"));
+        const strata::kafka::unique_partition_list none(rd_kafka_topic_partition_list_new(0));
+        const std::string k = "k";
+        eos.begin();
+        eos.send(topic, 0, strata::as_bytes(k), strata::as_bytes(k));
+        eos.commit(none.get(), group.get());
+
+        eos.begin();
+        eos.send(topic, 0, strata::as_bytes(k), strata::as_bytes(k));
+        proxy.set("stall");
+        later pass(3000ms, [&] { proxy.set("pass"); });
+        std::string failure;
+        try {
+            eos.commit(none.get(), group.get());  // 2 s for the commit: it times out, or ends once the proxy passes
+        } catch (const strata::kafka::kafka_error& e) {
+            failure = e.what();
+        }
+        pass.done();
+        INFO("the stalled commit: " << (failure.empty() ? "committed" : failure));
+        CHECK_FALSE(eos.in_transaction());
+        // Either the transaction ended (committed or aborted) and the next
+        // begins, or the object says the producer is to be made anew, and a
+        // new one with the transactional id goes on. Before, the timed-out
+        // commit was taken for an end and the next begin failed (_STATE).
+        std::optional<strata::kafka::exactly_once> fresh;
+        if (eos.needs_new_producer()) fresh.emplace(po, 10'000ms);
+        strata::kafka::exactly_once& next = fresh ? *fresh : eos;
+        next.begin();
+        next.send(topic, 0, strata::as_bytes(k), strata::as_bytes(k));
+        next.commit(none.get(), group.get());
+        CHECK(next.commits() >= 1);
     }
 }

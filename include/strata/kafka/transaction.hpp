@@ -25,12 +25,14 @@
 #include <strata/kafka/handles.hpp>
 #include <strata/kafka/producer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <librdkafka/rdkafka.h>
@@ -107,22 +109,41 @@ public:
 
     /// @brief Commits with explicit input offsets (the next offset to read,
     /// per partition) for a group.
+    /// A call that fails with an error librdkafka calls retriable (a
+    /// timeout, the transaction coordinator moving) is made again until
+    /// `timeout` has passed; then, or at once when librdkafka says the
+    /// transaction must be aborted, it is aborted. Either way the producer
+    /// can begin the next transaction, unless it failed for good.
+    /// @throws kafka_error the transaction was aborted, or could not be
+    ///         (fatal, fenced, or the abort itself did not end in time:
+    ///         the producer must be rebuilt)
     void commit(const rd_kafka_topic_partition_list_t* offsets, const rd_kafka_consumer_group_metadata_t* group) {
         if (!open_) throw usage_error("strata::kafka::exactly_once::commit: no open transaction");
+        const auto deadline = clock::now() + timeout_;
         if (offsets->cnt > 0)
-            run_or_abort(rd_kafka_send_offsets_to_transaction(producer_->get(), offsets, group, timeout_ms(timeout_)),
-                         "send the input offsets to the transaction");
-        run_or_abort(rd_kafka_commit_transaction(producer_->get(), timeout_ms(timeout_)), "commit the transaction");
+            finish_or_abort(
+                [&](int ms) { return rd_kafka_send_offsets_to_transaction(producer_->get(), offsets, group, ms); },
+                deadline, "send the input offsets to the transaction");
+        finish_or_abort([&](int ms) { return rd_kafka_commit_transaction(producer_->get(), ms); }, deadline,
+                        "commit the transaction");
         open_ = false;
         ++commits_;
     }
 
-    /// @brief Aborts the open transaction: nothing written in it becomes visible.
+    /// @brief Aborts the open transaction: nothing written in it becomes
+    /// visible. Asked again while librdkafka says it may be, for up to the timeout.
+    /// @throws kafka_error the abort failed: the producer must be rebuilt
     void abort() {
         if (!open_) return;
-        open_ = false;
-        check(rd_kafka_abort_transaction(producer_->get(), timeout_ms(timeout_)), "abort the transaction");
+        abort_within(clock::now() + timeout_);
     }
+
+    /// @brief Whether the producer cannot go on: it failed for good, was
+    /// fenced, or a transaction could be neither completed nor aborted
+    /// within the timeout (librdkafka may still be completing it). A new
+    /// producer with the same transactional id ends that transaction (its
+    /// initialization waits for it, or aborts it).
+    [[nodiscard]] bool needs_new_producer() const noexcept { return broken_; }
 
     /// @brief Transactions committed by this object.
     [[nodiscard]] std::uint64_t commits() const noexcept { return commits_; }
@@ -130,19 +151,68 @@ public:
     [[nodiscard]] const delivery_tracker& outputs() const noexcept { return *output_tracker_; }
 
 private:
-    void run_or_abort(rd_kafka_error_t* err, const std::string& what) {
-        if (err == nullptr) return;
-        const unique_error owned(err);
-        const kafka_error e(what, rd_kafka_error_code(err),
-                            std::string(rd_kafka_error_string(err)) +
-                                (rd_kafka_error_txn_requires_abort(err) ? " (transaction aborted)" : ""));
-        if (rd_kafka_error_txn_requires_abort(err)) {
-            open_ = false;
-            const unique_error ignored(rd_kafka_abort_transaction(producer_->get(), timeout_ms(timeout_)));
-        } else {
-            open_ = false;  // fatal, fenced or timed out: the producer must be rebuilt
+    using clock = std::chrono::steady_clock;
+
+    /// Each call gets a quarter of the timeout at most (and what is left):
+    /// one that times out is made again, and librdkafka resumes it.
+    int ms_left(clock::time_point deadline) const {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+        return static_cast<int>(std::clamp<std::int64_t>(left.count(), 1, std::max<std::int64_t>(timeout_.count() / 4, 1)));
+    }
+
+    /// Whether librdkafka says the call may be made again, and there is time.
+    static bool worth_again(const rd_kafka_error_t* err, clock::time_point deadline) {
+        return rd_kafka_error_is_retriable(err) != 0 && rd_kafka_error_is_fatal(err) == 0 && clock::now() < deadline;
+    }
+
+    /// Makes `call` (given the milliseconds left) until it succeeds, or
+    /// aborts the transaction and throws (see commit()). Before, a timed
+    /// out commit left librdkafka's transaction open while this object
+    /// took it for ended, and the next begin failed (_STATE: "Operation not
+    /// valid in state InTransaction"): an instance stopped so in the
+    /// campaign after the transaction coordinator's broker died.
+    template <class Call>
+    void finish_or_abort(Call call, clock::time_point deadline, const std::string& what) {
+        for (;;) {
+            rd_kafka_error_t* err = call(ms_left(deadline));
+            if (err == nullptr) return;
+            const unique_error owned(err);
+            if (rd_kafka_error_txn_requires_abort(err) == 0 && worth_again(err, deadline)) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                continue;
+            }
+            const rd_kafka_resp_err_t code = rd_kafka_error_code(err);
+            const std::string message = rd_kafka_error_string(err);
+            if (rd_kafka_error_is_fatal(err) != 0) {
+                open_ = false;
+                broken_ = true;  // fatal or fenced
+                throw kafka_error(what, code, message);
+            }
+            try {
+                abort_within(clock::now() + timeout_);
+            } catch (const kafka_error& a) {
+                throw kafka_error(what, code, message + "; then " + a.what());
+            }
+            throw kafka_error(what, code, message + " (transaction aborted)");
         }
-        throw e;
+    }
+
+    void abort_within(clock::time_point deadline) {
+        for (;;) {
+            rd_kafka_error_t* err = rd_kafka_abort_transaction(producer_->get(), ms_left(deadline));
+            if (err == nullptr) {
+                open_ = false;
+                return;
+            }
+            const unique_error owned(err);
+            if (worth_again(err, deadline)) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                continue;
+            }
+            open_ = false;
+            broken_ = true;  // a commit may still be under way (_STATE), or the producer failed
+            throw kafka_error("abort the transaction", rd_kafka_error_code(err), rd_kafka_error_string(err));
+        }
     }
 
     std::chrono::milliseconds timeout_;
@@ -150,6 +220,7 @@ private:
     delivery_tracker* output_tracker_ = nullptr;
     std::map<std::string, unique_topic, std::less<>> topics_;
     bool open_ = false;
+    bool broken_ = false;
     std::uint64_t commits_ = 0;
 };
 

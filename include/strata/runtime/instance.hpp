@@ -182,8 +182,8 @@ private:
             try {
                 pass(interval, next_commit);
             } catch (...) {
-                if (!s_->producer.fenced()) throw;
-                renew_after_fencing();
+                if (!s_->producer.needs_renewal()) throw;
+                renew_producer();
             }
         }
         s_->consumer.rethrow_callback_failure();
@@ -223,13 +223,18 @@ private:
         }
     }
 
-    /// After this instance's producer was fenced: nothing it wrote since its
-    /// last commit will be visible, and every task and standby holds the
-    /// fenced producer through its changelogs. They all go, a new producer
-    /// takes the transactional id back, and the tasks the decision still
-    /// gives here restore again from their changelogs.
-    void renew_after_fencing() {
-        counter("strata_instance_fenced_total", "Times this instance's producer was fenced").inc();
+    /// After this instance's producer was fenced, or its transaction could
+    /// be neither completed nor aborted: nothing it wrote since its last
+    /// commit is known to be visible, and every task and standby holds the
+    /// producer through its changelogs. They all go, a new producer takes
+    /// the transactional id back (ending that transaction), and the tasks
+    /// the decision still gives here restore again from their changelogs.
+    void renew_producer() {
+        if (s_->producer.fenced()) counter("strata_instance_fenced_total", "Times this instance's producer was fenced").inc();
+        else
+            counter("strata_instance_transactions_in_doubt_total",
+                    "Transactions neither committed nor aborted within broker_timeout (the producer was made anew)")
+                .inc();
         tasks_->release_all();
         tasks_->drop_standbys();
         // The restore thread holds no task now: the producer can change.

@@ -64,6 +64,12 @@ public:
                err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
     }
 
+    /// Whether the producer must be made anew: fenced, or its transaction
+    /// could be neither completed nor aborted (see kafka::exactly_once).
+    [[nodiscard]] bool needs_renewal() const {
+        return fenced() || (eos_ && eos_->needs_new_producer());
+    }
+
     /// A new producer takes the transactional id back. Nothing may hold the
     /// old one's transaction any more.
     /// @throws kafka::kafka_error after more than 10 renewals within a minute:

@@ -95,8 +95,9 @@ public:
             producer_->transaction().commit(l.get(), group.get());
         } catch (const kafka::kafka_error& e) {
             if (producer_->get()->fatal_error() || e.code() == RD_KAFKA_RESP_ERR__FENCED ||
-                e.code() == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || e.code() == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
-                throw;  // a newer instance owns the work
+                e.code() == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || e.code() == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
+                producer_->needs_renewal())
+                throw;  // a newer instance owns the work, or the producer is to be made anew
             return transaction_end::aborted;
         }
         return transaction_end::committed;
