@@ -160,59 +160,53 @@ private:
         return static_cast<int>(std::clamp<std::int64_t>(left.count(), 1, std::max<std::int64_t>(timeout_.count() / 4, 1)));
     }
 
-    /// Whether librdkafka says the call may be made again, and there is time.
-    static bool worth_again(const rd_kafka_error_t* err, clock::time_point deadline) {
-        return rd_kafka_error_is_retriable(err) != 0 && rd_kafka_error_is_fatal(err) == 0 && clock::now() < deadline;
+    /// Makes `call` (given the milliseconds left) until it succeeds, or
+    /// fails with an error that librdkafka does not call retriable, that
+    /// requires an abort, or after `deadline`.
+    /// @returns that error, or null on success
+    template <class Call>
+    unique_error retried(Call call, clock::time_point deadline) const {
+        for (;;) {
+            unique_error err(call(ms_left(deadline)));
+            if (!err || rd_kafka_error_is_retriable(err.get()) == 0 || rd_kafka_error_is_fatal(err.get()) != 0 ||
+                rd_kafka_error_txn_requires_abort(err.get()) != 0 || clock::now() >= deadline)
+                return err;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
     }
 
-    /// Makes `call` (given the milliseconds left) until it succeeds, or
-    /// aborts the transaction and throws (see commit()). Before, a timed
-    /// out commit left librdkafka's transaction open while this object
-    /// took it for ended, and the next begin failed (_STATE: "Operation not
-    /// valid in state InTransaction"): an instance stopped so in the
-    /// campaign after the transaction coordinator's broker died.
+    /// Makes `call` until it succeeds (see retried()), or aborts the
+    /// transaction and throws (see commit()). Before, a timed out commit
+    /// left librdkafka's transaction open while this object took it for
+    /// ended, and the next begin failed (_STATE: "Operation not valid in
+    /// state InTransaction"): an instance stopped so in the campaign after
+    /// the transaction coordinator's broker died.
     template <class Call>
     void finish_or_abort(Call call, clock::time_point deadline, const std::string& what) {
-        for (;;) {
-            rd_kafka_error_t* err = call(ms_left(deadline));
-            if (err == nullptr) return;
-            const unique_error owned(err);
-            if (rd_kafka_error_txn_requires_abort(err) == 0 && worth_again(err, deadline)) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                continue;
-            }
-            const rd_kafka_resp_err_t code = rd_kafka_error_code(err);
-            const std::string message = rd_kafka_error_string(err);
-            if (rd_kafka_error_is_fatal(err) != 0) {
-                open_ = false;
-                broken_ = true;  // fatal or fenced
-                throw kafka_error(what, code, message);
-            }
-            try {
-                abort_within(clock::now() + timeout_);
-            } catch (const kafka_error& a) {
-                throw kafka_error(what, code, message + "; then " + a.what());
-            }
-            throw kafka_error(what, code, message + " (transaction aborted)");
+        const unique_error err = retried(call, deadline);
+        if (!err) return;
+        const rd_kafka_resp_err_t code = rd_kafka_error_code(err.get());
+        const std::string message = rd_kafka_error_string(err.get());
+        if (rd_kafka_error_is_fatal(err.get()) != 0) {
+            open_ = false;
+            broken_ = true;  // fatal or fenced
+            throw kafka_error(what, code, message);
         }
+        try {
+            abort_within(clock::now() + timeout_);
+        } catch (const kafka_error& a) {
+            throw kafka_error(what, code, message + "; then " + a.what());
+        }
+        throw kafka_error(what, code, message + " (transaction aborted)");
     }
 
     void abort_within(clock::time_point deadline) {
-        for (;;) {
-            rd_kafka_error_t* err = rd_kafka_abort_transaction(producer_->get(), ms_left(deadline));
-            if (err == nullptr) {
-                open_ = false;
-                return;
-            }
-            const unique_error owned(err);
-            if (worth_again(err, deadline)) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                continue;
-            }
-            open_ = false;
-            broken_ = true;  // a commit may still be under way (_STATE), or the producer failed
-            throw kafka_error("abort the transaction", rd_kafka_error_code(err), rd_kafka_error_string(err));
-        }
+        const unique_error err =
+            retried([&](int ms) { return rd_kafka_abort_transaction(producer_->get(), ms); }, deadline);
+        open_ = false;
+        if (!err) return;
+        broken_ = true;  // a commit may still be under way (_STATE), or the producer failed
+        throw kafka_error("abort the transaction", rd_kafka_error_code(err.get()), rd_kafka_error_string(err.get()));
     }
 
     std::chrono::milliseconds timeout_;
