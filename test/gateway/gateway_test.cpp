@@ -18,6 +18,7 @@
 
 #include <set>
 #include <thread>
+#include <utility>
 
 using namespace runtime_test;
 namespace rt = strata::runtime;
@@ -108,6 +109,32 @@ void serve(gw::gateway<App>& g) {
     });
 }
 
+/// Instances a and b of one application, each with the gateway over both
+/// stores (serve()) mounted on a server of its own, started; the
+/// applications are not running yet.
+struct two_instances {
+    using app_type = decltype(rt::make_application<std::string, std::int64_t>(
+        std::declval<rt::application_config>(), stores(), counting{}));
+
+    two_instances(const std::string& app_id, const std::string& input, const test_support::temp_dir& dir)
+        : a(rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "a", server_a.endpoint()),
+                                                           stores(), counting{})),
+          b(rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "b", server_b.endpoint()),
+                                                           stores(), counting{})),
+          gate_a(a), gate_b(b) {
+        serve(gate_a);
+        serve(gate_b);
+        gate_a.mount(server_a.server());
+        gate_b.mount(server_b.server());
+        server_a.start();
+        server_b.start();
+    }
+
+    http_server server_a, server_b;  // first: the applications take their endpoints
+    app_type a, b;
+    gw::gateway<app_type> gate_a, gate_b;
+};
+
 }  // namespace
 
 TEST_CASE("gateway: any instance answers any key, scans and queries gather every partition", "[kafka][gateway]") {
@@ -116,18 +143,9 @@ TEST_CASE("gateway: any instance answers any key, scans and queries gather every
     constexpr int keys = 150;
     const std::string app_id = kafka_test::unique_name("gw");
     const std::string input = kafka_test::make_topic("gw-in", partitions, {{"cleanup.policy", "delete"}});
-    http_server server_a, server_b;
-    auto a = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "a", server_a.endpoint()),
-                                                            stores(), counting{});
-    auto b = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "b", server_b.endpoint()),
-                                                            stores(), counting{});
-    gw::gateway gate_a(a), gate_b(b);
-    serve(gate_a);
-    serve(gate_b);
-    gate_a.mount(server_a.server());
-    gate_b.mount(server_b.server());
-    server_a.start();
-    server_b.start();
+    two_instances both(app_id, input, dir);
+    auto &a = both.a, &b = both.b;
+    http_server &server_a = both.server_a, &server_b = both.server_b;
 
     // Before the instance runs: 503, retry, not_running.
     const reply early = get(server_a.port(), "/strata/stores/counts/keys/k1");
@@ -329,18 +347,9 @@ TEST_CASE("gateway: a record whose key JSON cannot carry is skipped and counted 
     partitioned_input written = w.written();
     written[static_cast<std::size_t>(partition_of(bad_key, partitions))].push_back({bad_key, 5});
 
-    http_server server_a, server_b;
-    auto a = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "a", server_a.endpoint()),
-                                                            stores(), counting{});
-    auto b = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "b", server_b.endpoint()),
-                                                            stores(), counting{});
-    gw::gateway gate_a(a), gate_b(b);
-    serve(gate_a);
-    serve(gate_b);
-    gate_a.mount(server_a.server());
-    gate_b.mount(server_b.server());
-    server_a.start();
-    server_b.start();
+    two_instances both(app_id, input, dir);
+    auto &a = both.a, &b = both.b;
+    http_server &server_a = both.server_a, &server_b = both.server_b;
     running run_a(a);
     running run_b(b);
     REQUIRE(await_committed(app_id, input, written, 60s));
