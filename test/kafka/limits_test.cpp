@@ -4,6 +4,7 @@
 
 #include <strata/decorators/all.hpp>
 #include <strata/kafka/changelog.hpp>
+#include <strata/kafka/producer.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
@@ -11,6 +12,7 @@
 
 #include "kafka/kafka_test_support.hpp"
 
+#include <memory>
 #include <string>
 
 TEST_CASE("a record over the producer's message.max.bytes names the store, the key and the size",
@@ -65,4 +67,40 @@ TEST_CASE("a full producer queue pushes back on append instead of failing or gro
         ++seen;
     }
     CHECK(seen == n);
+}
+
+// The runtime's at-least-once lease asks the producer before each record
+// (producer_options::may_write): a refused record is not enqueued, the
+// error says why, and the store fails rather than call its state durable.
+TEST_CASE("a producer whose owner may not write refuses the record with the owner's reason and enqueues nothing",
+          "[kafka][limits]") {
+    using store_t = strata::ordered_map_store<std::string, std::string>;
+    const std::string topic = kafka_test::make_topic("permit");
+    bool may_write = true;
+    strata::kafka::producer_options po;
+    po.bootstrap_servers = kafka_test::bootstrap();
+    po.may_write = [&] { return may_write; };
+    po.refusal = "the lease ran out";
+    auto producer = std::make_shared<strata::kafka::producer>(po);
+    strata::kafka::kafka_changelog log(kafka_test::log_options(topic), producer);
+    auto s = store_t("counts") | strata::logged(log);
+    s.put("before", "1");
+    REQUIRE(s.flush() == 1);
+
+    may_write = false;
+    try {
+        s.put("after", "2");
+        FAIL("a record was accepted though its owner may not write");
+    } catch (const strata::changelog_error& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find("the lease ran out") != std::string::npos);
+    }
+    CHECK(rd_kafka_outq_len(producer->get()) == 0);  // nothing was handed to librdkafka
+    CHECK(s.failed());
+
+    strata::kafka::kafka_changelog reread(kafka_test::log_options(topic));
+    auto rebuilt = store_t("counts") | strata::logged(reread);
+    rebuilt.restore();
+    CHECK(rebuilt.get("before") == std::optional<std::string>("1"));
+    CHECK_FALSE(rebuilt.get("after").has_value());
 }

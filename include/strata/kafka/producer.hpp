@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,13 @@ struct producer_options {
     /// `compression.type`, `message.timeout.ms`, ...). `enable.idempotence`
     /// is always on: a retried batch must never be written twice.
     settings extra{};
+    /// Asked before each record is enqueued (on the producing thread): false
+    /// refuses the record with a kafka_error (RD_KAFKA_RESP_ERR__STATE) that
+    /// says `refusal`. The runtime's at-least-once lease sits here, so that
+    /// a process paused in the middle of its work enqueues nothing when it
+    /// wakes up after its lease ran out.
+    std::function<bool()> may_write{};
+    std::string refusal{"the producer's owner may not write now"};
 };
 
 /// @brief An idempotent (optionally transactional) librdkafka producer.
@@ -58,7 +66,9 @@ struct producer_options {
 /// which is also where delivery reports are served.
 class producer {
 public:
-    explicit producer(producer_options o) : bootstrap_(o.bootstrap_servers), client_(make(o)) {
+    explicit producer(producer_options o)
+        : bootstrap_(o.bootstrap_servers), may_write_(std::move(o.may_write)), refusal_(std::move(o.refusal)),
+          client_(make(o)) {
         transactional_ = o.transactional_id.has_value();
     }
 
@@ -97,6 +107,7 @@ public:
             v_len = value->size();
         }
         for (;;) {
+            check_permit(topic, partition);
             if (rd_kafka_produce(topic, partition, RD_KAFKA_MSG_F_COPY, v, v_len, k, key.size(), &tracker) == 0) {
                 ++tracker.in_flight;
                 return;
@@ -115,6 +126,7 @@ public:
     void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
                  delivery_tracker& tracker, const std::vector<std::pair<std::string, std::string>>& headers) {
         for (;;) {
+            check_permit(topic, partition);
             unique_headers owned(rd_kafka_headers_new(headers.size()));
             rd_kafka_headers_t* h = owned.get();  // the macro below wants a plain variable
             for (const auto& [name, v] : headers)
@@ -179,6 +191,13 @@ public:
     }
 
 private:
+    void check_permit(rd_kafka_topic_t* topic, std::int32_t partition) const {
+        if (may_write_ && !may_write_())
+            throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" + std::to_string(partition) +
+                                  "]",
+                              RD_KAFKA_RESP_ERR__STATE, refusal_);
+    }
+
     /// Why the producer refused a record: the fatal error behind a fatal
     /// refusal, or the record's size against the limit it broke.
     std::string refusal_text(rd_kafka_resp_err_t err, std::size_t key_bytes, std::size_t value_bytes) const {
@@ -229,6 +248,8 @@ private:
     }
 
     std::string bootstrap_;
+    std::function<bool()> may_write_;
+    std::string refusal_;
     std::mutex trackers_mutex_;
     std::deque<delivery_tracker> trackers_;  // declared before client_: outlives it
     client client_;

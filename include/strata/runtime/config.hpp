@@ -83,8 +83,13 @@ struct application_config {
     /// readers of its partitions until then, so it bounds failover.
     std::chrono::milliseconds transaction_timeout{10'000};
     /// Bound on waiting for the cluster: creating topics, an offset lookup,
-    /// a delivery (librdkafka's `message.timeout.ms`). Past it the instance
-    /// stops with an error instead of retrying forever.
+    /// a transaction. Past it the instance stops with an error instead of
+    /// retrying forever. A single record's delivery (librdkafka's
+    /// `message.timeout.ms`) is bounded tighter: by transaction_timeout under
+    /// exactly-once, by a fifth of session_timeout under at-least-once (see
+    /// docs/runtime.md, "What the producer holds when the lease ends"); a
+    /// record not delivered in time fails the commit and its tasks are
+    /// rebuilt, and the instance goes on.
     std::chrono::milliseconds broker_timeout{60'000};
 
     /// Input records handed to processors per poll, at most.

@@ -214,8 +214,13 @@ private:
         s_->consumer.hold_inputs(false);
         poll_records();
         const auto now = clock::now();
-        for (task* t : tasks_->running())
-            if (t->punctuate(now)) ++t->uncommitted;  // committed like records
+        try {
+            for (task* t : tasks_->running())
+                if (t->punctuate(now)) ++t->uncommitted;  // committed like records
+        } catch (...) {
+            if (!s_->committer.recover_from_failed_write(std::current_exception())) throw;
+            rebuild_after_failed_write();
+        }
         if (now >= next_commit) {
             commit(tasks_->running());
             next_commit = clock::now() + interval;
@@ -268,7 +273,7 @@ private:
             const std::optional<std::size_t> topic = detail::input_index(config_, rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
-            bool aborted = false;
+            std::exception_ptr failed_write;
             {
                 const std::lock_guard lock(t.mutex());  // queries read the stores meanwhile
                 try {
@@ -278,13 +283,13 @@ private:
                         *topic < t.partition_times.size() && ts > t.partition_times[*topic])
                         t.partition_times[*topic] = ts;
                 } catch (const processing_error&) {
-                    // A changelog write of the transaction failed: aborted, rebuilt (committer.hpp).
-                    if (!s_->committer.abort_after_failed_write(std::current_exception())) throw;
-                    aborted = true;
+                    failed_write = std::current_exception();
                 }
             }
-            if (aborted) {
-                rebuild_after_abort();
+            if (failed_write) {
+                // A write failed, or the lease refused it: the tasks are rebuilt (committer.hpp).
+                if (!s_->committer.recover_from_failed_write(failed_write)) std::rethrow_exception(failed_write);
+                rebuild_after_failed_write();
                 return;
             }
             ++t.uncommitted;
@@ -397,14 +402,14 @@ private:
 
     // ------------------------------------------------------------ commits --
 
-    /// Commits the given running tasks (see detail/committer.hpp). After an
-    /// aborted transaction every running task is rebuilt from its
-    /// changelog, and resumes from its committed input offsets.
+    /// Commits the given running tasks (see detail/committer.hpp). After a
+    /// failed write (an aborted transaction) every running task is rebuilt
+    /// from its changelog, and resumes from its committed input offsets.
     void commit(const std::vector<task*>& ts) {
-        if (s_->committer.commit(ts) == detail::commit_outcome::aborted) rebuild_after_abort();
+        if (s_->committer.commit(ts) == detail::commit_outcome::aborted) rebuild_after_failed_write();
     }
 
-    void rebuild_after_abort() {
+    void rebuild_after_failed_write() {
         tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
     }
 

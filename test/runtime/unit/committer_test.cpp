@@ -46,7 +46,11 @@ struct fake_port final : commit_port {
     std::chrono::milliseconds commit_takes{0};
     std::chrono::steady_clock::time_point* now = nullptr;
 
-    void flush_output() override { calls.push_back("flush output"); }
+    bool output_fails = false;  // an output record was not acknowledged
+    void flush_output() override {
+        calls.push_back("flush output");
+        if (output_fails) throw strata::changelog_error("3 output record(s) were not acknowledged");
+    }
     group_answer commit_to_group(const std::vector<offset_to_commit>& o) override {
         calls.push_back("commit to group");
         *now += commit_takes;
@@ -61,8 +65,9 @@ struct fake_port final : commit_port {
         return end;
     }
     void begin_transaction() override { calls.push_back("begin"); }
-    bool abort_transaction() override {
-        calls.push_back("abort");
+    bool exactly_once = false;
+    bool discard_failed_writes() override {
+        calls.push_back(exactly_once ? "abort" : "settle");
         return !fenced;
     }
 };
@@ -75,6 +80,7 @@ struct fixture {
 
     explicit fixture(bool exactly_once) {
         port.now = &now;
+        port.exactly_once = exactly_once;
         t0 = {0, &port.calls, {10, -1}, {1000, -1}, 0};
         t1 = {1, &port.calls, {-1, -1}, {-1, -1}, 0};
         o.exactly_once = exactly_once;
@@ -300,8 +306,9 @@ TEST_CASE("committer: an aborted transaction asks for a rebuild; a fenced produc
     CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "commit transaction"});  // nothing begins
 }
 
-TEST_CASE("committer: a changelog write that failed aborts the transaction under exactly-once, and stops the "
-          "instance under at-least-once or when the producer cannot go on",
+TEST_CASE("committer: a write that failed ends the commit with nothing committed and the tasks to be rebuilt (the "
+          "transaction aborted, or at-least-once's writes settled), and stops the instance when the producer cannot "
+          "go on",
           "[runtime][committer]") {
     SECTION("exactly-once: aborted, the next transaction opened, the tasks to be rebuilt") {
         fixture f(true);
@@ -326,7 +333,7 @@ TEST_CASE("committer: a changelog write that failed aborts the transaction under
     SECTION("exactly-once, a failure that is not a changelog's: the error stands") {
         fixture f(true);
         committer c = f.make();
-        CHECK_FALSE(c.abort_after_failed_write(std::make_exception_ptr(std::runtime_error("a processor's bug"))));
+        CHECK_FALSE(c.recover_from_failed_write(std::make_exception_ptr(std::runtime_error("a processor's bug"))));
         CHECK(f.port.calls.empty());
         // A changelog write nested in a processing error (the processor wrote to a store) aborts.
         std::exception_ptr nested;
@@ -339,17 +346,44 @@ TEST_CASE("committer: a changelog write that failed aborts the transaction under
         } catch (...) {
             nested = std::current_exception();
         }
-        CHECK(c.abort_after_failed_write(nested));
+        CHECK(c.recover_from_failed_write(nested));
         CHECK(f.port.calls == std::vector<std::string>{"abort", "begin"});
     }
-    SECTION("at-least-once: the error stands, nothing is committed") {
+    SECTION("at-least-once: what is on its way settles, nothing is committed, the tasks to be rebuilt") {
         fixture f(false);
         committer c = f.make();
         c.keep_lease();  // the lease commit
         REQUIRE(c.may_write());
+        f.port.calls.clear();
         f.port.committed.clear();
         f.t0.uncommitted = 5;
         f.t0.flush_fails = true;
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::aborted);
+        CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "settle"});  // no transaction to begin
+        CHECK(f.port.committed.empty());
+        CHECK(f.t0.uncommitted == 5);
+        CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
+    }
+    SECTION("at-least-once: an output record not acknowledged ends the commit the same way") {
+        fixture f(false);
+        committer c = f.make();
+        c.keep_lease();
+        f.port.calls.clear();
+        f.port.committed.clear();
+        f.t0.uncommitted = 5;
+        f.port.output_fails = true;
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::aborted);
+        CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "flush output", "settle"});
+        CHECK(f.port.committed.empty());
+    }
+    SECTION("at-least-once, a producer whose queue does not settle: the error stands") {
+        fixture f(false);
+        committer c = f.make();
+        c.keep_lease();
+        f.port.committed.clear();
+        f.t0.uncommitted = 5;
+        f.t0.flush_fails = true;
+        f.port.fenced = true;
         CHECK_THROWS_WITH(c.commit(std::vector<fake_task*>{&f.t0}), Catch::Contains("not acknowledged"));
         CHECK(f.port.committed.empty());
     }

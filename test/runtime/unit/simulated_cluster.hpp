@@ -17,6 +17,14 @@
 //   which renews its session). An instance the group expelled that has not heard of it yet (a
 //   zombie) may still hold a task another member runs: that is measured in
 //   `zombie_overlap_ms`, and is harmless as long as the lease stops its writes.
+// - I1 (landed writes): a task's data writes (its changelog and outputs)
+//   land only while their run of the task is its newest: none lands once
+//   a member of the group has started another run of it (and restored
+//   from the changelog without it). A write is handed to the producer only
+//   within the lease, and lands or fails within `write_timeout` (the
+//   runtime's message.timeout.ms under at-least-once, lease::delivery_bound):
+//   a record queued before a pause goes out after it, unless it timed out
+//   meanwhile (librdkafka scans for timeouts before it sends again).
 // - I4: no two decisions with one id differ (no forks of the decision
 //   history).
 // - I5 (at the end, after the faults stop): every task is active on exactly
@@ -81,6 +89,8 @@ struct config {
     ms fault_until = 8'000;  ///< faults happen before this
     ms end = 14'000;         ///< quiet from fault_until to here: everything must settle
     int fault_percent = 2;   ///< chance of a fault per instance step
+    /// How long a data write may stay unsettled: the runtime's bound, scaled like the session.
+    ms write_timeout = rtd::lease::delivery_bound(std::chrono::milliseconds(1'000)).count();
 };
 
 struct record {
@@ -160,6 +170,14 @@ struct in_flight {
     std::optional<strata::byte_buffer> value;
 };
 
+/// A data write of one run of a task, on its way to the task's changelog.
+struct data_write {
+    ms deliver_at;
+    ms fails_at;  ///< handed over + write_timeout: not landed by then, it fails
+    std::int32_t task;
+    std::int64_t run;
+};
+
 struct instance {
     std::string name;
     bool alive = true;
@@ -189,6 +207,8 @@ struct instance {
     std::set<std::int32_t> active, standbys;
     rt::decision_id acted{};
     std::deque<in_flight> outbox;
+    std::map<std::int32_t, std::int64_t> runs;  // the run of each active task
+    std::deque<data_write> data_outbox;
 };
 
 class world {
@@ -208,7 +228,10 @@ public:
             ms t = next != nullptr ? next->next_step : now_ + 10;
             for (const auto* each : {&instances_, &ghosts_})
                 for (const instance& i : *each)
+                {
                     if (!i.outbox.empty()) t = std::min(t, i.outbox.front().deliver_at);
+                    if (!i.data_outbox.empty()) t = std::min(t, i.data_outbox.front().deliver_at);
+                }
             now_ = std::max(now_, t);
             deliver();
             coordinator_.expire(now_, c_.session_timeout);
@@ -256,14 +279,42 @@ private:
         i.outbox.push_back({at, std::move(key), std::move(value)});
     }
 
+    /// A data write of `i`'s run of task p, if its lease lets it.
+    void write(instance& i, std::int32_t p) {
+        if (now_ < i.paused_until || !i.lease.valid(tp(now_))) return;
+        const ms r = rng_.next() % 100;
+        // Mostly quick; sometimes slow; now and then the partition has no
+        // leader for a while (a broker died).
+        ms at = now_ + (r < 90 ? rng_.between(1, 20) : r < 97 ? rng_.between(50, 400) : rng_.between(200, 3'000));
+        if (!i.data_outbox.empty()) at = std::max(at, i.data_outbox.back().deliver_at);
+        i.data_outbox.push_back({at, now_ + c_.write_timeout, p, i.runs.at(p)});
+    }
+
+    /// Lands (or fails) what is due of `i`'s data writes.
+    void land(instance& i, bool all_of_them = false) {
+        while (!i.data_outbox.empty() && (all_of_them || i.data_outbox.front().deliver_at <= now_)) {
+            const data_write w = i.data_outbox.front();
+            i.data_outbox.pop_front();
+            if (w.deliver_at > w.fails_at) continue;  // timed out: the write failed
+            const std::int64_t newest = newest_run_[w.task];
+            if (w.run < newest)
+                fail("task " + std::to_string(w.task) + ": a write of " + i.name + "'s run " + std::to_string(w.run) +
+                     " (handed over " + std::to_string(w.fails_at - c_.write_timeout) + " ms) landed after run " +
+                     std::to_string(newest) + " started");
+        }
+    }
+
     void deliver() {
-        for (instance& g : ghosts_)
+        for (instance& g : ghosts_) {
             while (!g.outbox.empty() && g.outbox.front().deliver_at <= now_) {
                 log_.append(std::move(g.outbox.front().key), std::move(g.outbox.front().value));
                 g.outbox.pop_front();
             }
-        std::erase_if(ghosts_, [](const instance& g) { return g.outbox.empty(); });
+            land(g);
+        }
+        std::erase_if(ghosts_, [](const instance& g) { return g.outbox.empty() && g.data_outbox.empty(); });
         for (instance& i : instances_) {
+            land(i);
             while (!i.outbox.empty() && i.outbox.front().deliver_at <= now_) {
                 log_.append(std::move(i.outbox.front().key), std::move(i.outbox.front().value));
                 i.outbox.pop_front();
@@ -304,8 +355,11 @@ private:
             case 0: {  // SIGKILL: what is on the wire may still land, or not
                 note(i.name + " killed");
                 std::erase_if(i.outbox, [&](const in_flight&) { return rng_.chance(50); });
+                // Of its data writes, only those already on the wire may land.
+                std::erase_if(i.data_outbox, [&](const data_write& w) { return w.deliver_at > now_ + 20; });
                 i.alive = false;
                 i.active.clear();
+                i.runs.clear();
                 i.rejoin_at = now_ + rng_.between(0, 3 * c_.session_timeout);
                 // Its member stays in the group until the session times out.
                 keep_outbox(i);
@@ -317,12 +371,18 @@ private:
                                              : rng_.between(c_.session_timeout, 3 * c_.session_timeout);
                 i.paused_until = now_ + d;
                 note(i.name + " paused for " + std::to_string(d));
+                // What its producer still holds goes out once it wakes up
+                // (or times out then); what is on the wire lands meanwhile.
+                for (data_write& w : i.data_outbox)
+                    if (w.deliver_at > now_ + 20) w.deliver_at = std::max(w.deliver_at, i.paused_until + rng_.between(0, 5));
                 break;
             }
             case 3: {  // stop(): lets go of everything, withdraws, leaves
                 if (i.member_id.empty()) break;
                 note(i.name + " stops");
+                land(i, true);  // it closes its tasks: their writes settle first
                 i.active.clear();
+                i.runs.clear();
                 rt::instance_status s = status_of(i);
                 s.withdrawn = true;
                 send(i, rtd::status_key(i.name), strata::encode(s));
@@ -336,15 +396,17 @@ private:
     /// A killed process's writes still in the network: they land from a
     /// ghost that no longer steps.
     void keep_outbox(instance& i) {
-        if (i.outbox.empty()) return;
+        if (i.outbox.empty() && i.data_outbox.empty()) return;
         instance ghost;
         ghost.name = i.name + "~ghost";
         ghost.alive = false;
         ghost.rejoin_at = c_.end + 1;
         ghost.outbox = std::move(i.outbox);
+        ghost.data_outbox = std::move(i.data_outbox);
         ghost.lead = std::make_unique<rtd::leader>(rtd::leader_options{});
         ghosts_.push_back(std::move(ghost));
         i.outbox.clear();
+        i.data_outbox.clear();
     }
 
     rt::instance_status status_of(const instance& i) const {
@@ -374,6 +436,8 @@ private:
         read(i);
         if (i.lead->elected()) lead(i);
         act(i);
+        for (std::int32_t p : i.active)
+            if (rng_.chance(50)) write(i, p);
         if (i.status_dirty || now_ >= i.next_status) {
             send(i, rtd::status_key(i.name), strata::encode(status_of(i)));
             i.status_dirty = false;
@@ -399,6 +463,7 @@ private:
                 note(i.name + " hears it was expelled (" + i.member_id + ")");
                 i.member_id.clear();
                 i.active.clear();
+                i.runs.clear();
                 i.lead->deposed();
                 i.status_dirty = true;
                 i.lease.reset();
@@ -512,13 +577,19 @@ private:
         const std::optional<rt::assignment>& d = i.state.latest();
         if (!d) return;
         const rtd::handoff_plan plan = rtd::plan_handoff(*d, i.state, {i.name, i.member_id, i.active, i.standbys});
+        if (!plan.release.empty()) land(i, true);  // a release commits: its writes settle first
         for (std::int32_t p : plan.release) {
             i.active.erase(p);
+            i.runs.erase(p);
             i.status_dirty = true;
         }
         if (!plan.member) return;
         for (std::int32_t p : plan.start) {
             i.active.insert(p);
+            // A zombie (expelled, not told yet) starts it too, but its lease
+            // keeps it from writing: only a member's run counts as newer.
+            i.runs[p] = ++runs_started_;
+            if (coordinator_.find(i.member_id) != nullptr) newest_run_[p] = runs_started_;
             i.standbys.erase(p);  // promoted
             i.status_dirty = true;
             note(i.name + " starts task " + std::to_string(p) + " under " + std::to_string(d->epoch) + "." +
@@ -604,6 +675,8 @@ private:
     std::string failure_;
     std::string trace_;
     ms zombie_overlap_ = 0;
+    std::map<std::int32_t, std::int64_t> newest_run_;  // of each task
+    std::int64_t runs_started_ = 0;
     ms last_check_ = 0;
     int faults_ = 0;
     int last_decisions_ = 0;

@@ -64,3 +64,19 @@ TEST_CASE("simulation: five instances, nine tasks, no standby, faults twice as o
     c.fault_percent = 4;
     run_seeds(c, env_or("STRATA_SIM_FIRST", 1'000'000), env_or("STRATA_SIM_SEEDS", 5'000));
 }
+
+// The bound on an at-least-once write's delivery (lease::delivery_bound,
+// message.timeout.ms) is what keeps a paused instance's queued records
+// from landing after its successor started: with librdkafka's own kind of
+// timeout (ten sessions; the runtime's broker_timeout is 60 s against a
+// 6 s session) the invariant breaks within a few hundred seeds.
+TEST_CASE("simulation: without the delivery bound, a paused instance's queued writes land after its successor started",
+          "[runtime][simulation]") {
+    simulation::config c;
+    c.write_timeout = 10 * c.session_timeout;
+    std::string failure;
+    std::uint64_t seed = 1;
+    for (; seed <= 2'000 && failure.empty(); ++seed) failure = simulation::world(seed, c).run();
+    INFO("first failure at seed " << seed - 1 << ": " << failure);
+    CHECK_THAT(failure, Catch::Contains("landed after run"));
+}

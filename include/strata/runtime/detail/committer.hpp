@@ -28,6 +28,9 @@
 ///   their updates in. An aborted transaction leaves the stores ahead of
 ///   their changelogs: the caller rebuilds them. A fenced producer throws
 ///   (another instance owns the work now).
+/// - Under either, a write that failed ends the commit the same way:
+///   nothing is committed and the tasks are rebuilt
+///   (recover_from_failed_write).
 
 #include <strata/core/error.hpp>
 #include <strata/metrics/registry.hpp>
@@ -79,11 +82,12 @@ public:
     virtual transaction_end commit_transaction(const std::vector<offset_to_commit>& offsets) = 0;
     /// Exactly-once: opens the next transaction.
     virtual void begin_transaction() = 0;
-    /// Exactly-once, after a write of the open transaction failed (a
-    /// changelog record not acknowledged in time: its partition had no
-    /// leader): aborts the transaction.
+    /// After a write failed (a record not acknowledged in time: its
+    /// partition had no leader; or one the lease refused): exactly-once
+    /// aborts the open transaction; at-least-once waits until everything
+    /// handed to the producer has landed or failed, so a rebuild reads it.
     /// @returns false when the producer cannot go on (fenced, or failed for good)
-    virtual bool abort_transaction() = 0;
+    virtual bool discard_failed_writes() = 0;
 };
 
 /// @brief What the committer reads and changes of a task (runtime::task).
@@ -118,7 +122,7 @@ enum class commit_outcome {
     held,       ///< at-least-once, outside the lease
     committed,
     refused,    ///< at-least-once: the group rebalances, or did not answer in time; the work stays uncommitted
-    aborted,    ///< exactly-once: the transaction was aborted; rebuild the tasks
+    aborted,    ///< a write failed (the transaction was aborted): rebuild the tasks
 };
 
 class committer {
@@ -190,13 +194,13 @@ public:
         const time_point start = o_.now();
         try {
             for (T* t : ts) t->flush_stores();
+            if (!o_.exactly_once) port_->flush_output();
         } catch (...) {
-            if (!abort_after_failed_write(std::current_exception())) throw;
+            if (!recover_from_failed_write(std::current_exception())) throw;
             return commit_outcome::aborted;
         }
         const std::vector<offset_to_commit> offsets = offsets_of(ts);
         if (!o_.exactly_once) {
-            port_->flush_output();
             if (!offsets.empty()) {
                 const time_point sent = o_.now();
                 const group_answer a = port_->commit_to_group(offsets);
@@ -238,18 +242,22 @@ public:
     }
 
     /// @brief After `failure` (from a flush, or from processing that wrote
-    /// to a store): under exactly-once, a changelog write that failed (a
-    /// record not acknowledged in time, its partition without a leader)
-    /// aborts the transaction, opens the next, and the caller rebuilds the
-    /// running tasks from what was committed, as Kafka Streams does with a
-    /// corrupted task. A broker away longer than the message timeout is no
-    /// reason to stop: the instance stops only when no broker answered for
-    /// broker_timeout. Any other failure, or at-least-once, is the caller's.
-    /// @returns whether the transaction was aborted
-    bool abort_after_failed_write(const std::exception_ptr& failure) {
-        if (!o_.exactly_once || !caused_by<changelog_error>(failure) || !port_->abort_transaction()) return false;
+    /// to a store): a write that failed (a record not acknowledged in time,
+    /// its partition without a leader; or one the lease refused) leaves the
+    /// stores ahead of their changelogs. Under exactly-once the transaction
+    /// is aborted and the next opened; under at-least-once what is still
+    /// on its way is waited for (the lease bounds it). Either way the
+    /// caller rebuilds the running tasks from their changelogs and resumes
+    /// them at the committed offsets, as Kafka Streams does with a
+    /// corrupted task: at-least-once processes those inputs again. A broker
+    /// away longer than the message timeout is no reason to stop; the
+    /// instance stops only when no broker answered for broker_timeout. Any
+    /// other failure is the caller's.
+    /// @returns whether the tasks are to be rebuilt
+    bool recover_from_failed_write(const std::exception_ptr& failure) {
+        if (!caused_by<changelog_error>(failure) || !port_->discard_failed_writes()) return false;
         count_failed_commit();
-        port_->begin_transaction();
+        if (o_.exactly_once) port_->begin_transaction();
         return true;
     }
 
@@ -262,7 +270,8 @@ private:
 
     void count_failed_commit() {
         counter("strata_instance_commits_failed_total",
-                "At-least-once commits the group refused, and exactly-once transactions aborted")
+                "At-least-once commits the group refused or given up after a failed write, and exactly-once "
+                "transactions aborted")
             .inc();
     }
 

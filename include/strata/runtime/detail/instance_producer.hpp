@@ -8,15 +8,23 @@
 /// commits its transactions (kafka_commit_port.hpp). After a fencing the
 /// instance drops every task (each holds the fenced producer), calls
 /// `renew()`, and the tasks restore again on the new one.
+///
+/// Under at-least-once nothing fences it, so the lease does (lease.hpp): a
+/// record is enqueued only while `may_write` holds, and it lands or fails
+/// within the lease's margin (message.timeout.ms), so nothing of a paused
+/// instance lands after its successor's first write.
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
 #include <strata/runtime/config.hpp>
+#include <strata/runtime/detail/lease.hpp>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,7 +40,11 @@ public:
     using clock = std::chrono::steady_clock;
 
     /// Starts the producer (and its first transaction, under exactly-once).
-    explicit instance_producer(const application_config& c) : c_(&c) { start(); }
+    /// `may_write`: under at-least-once, asked before each record (the lease).
+    explicit instance_producer(const application_config& c, std::function<bool()> may_write = {})
+        : c_(&c), may_write_(std::move(may_write)) {
+        start();
+    }
 
     instance_producer(const instance_producer&) = delete;
     instance_producer& operator=(const instance_producer&) = delete;
@@ -87,6 +99,20 @@ public:
         start();
     }
 
+    /// At-least-once, after a write failed: waits until every record handed
+    /// to the producer has landed or failed (message.timeout.ms bounds it),
+    /// so that tasks rebuilt from their changelogs read all of it.
+    /// @returns false if records were still unsettled after four times
+    ///          that (librdkafka no longer serves its queue)
+    bool settle() {
+        const auto until = clock::now() + 4 * delivery_timeout_;
+        while (rd_kafka_outq_len(producer_->get()) > 0) {
+            if (clock::now() >= until) return false;
+            (void)rd_kafka_flush(producer_->get(), 100);
+        }
+        return true;
+    }
+
     /// Aborts the open transaction, if any. A fenced or failed producer's
     /// transaction ends with it.
     void abandon() noexcept {
@@ -112,8 +138,18 @@ private:
         const bool eos = c_->guarantee == processing_guarantee::exactly_once;
         auto delivery_timeout = c_->broker_timeout;
         if (eos) delivery_timeout = std::min(delivery_timeout, c_->transaction_timeout);  // librdkafka requires it
-        if (!o.extra.contains("message.timeout.ms"))
+        else delivery_timeout = std::min(delivery_timeout, lease::delivery_bound(c_->session_timeout));
+        if (const auto it = o.extra.find("message.timeout.ms"); it == o.extra.end()) {
             o.extra["message.timeout.ms"] = std::to_string(delivery_timeout.count());
+            delivery_timeout_ = delivery_timeout;
+        } else {
+            delivery_timeout_ = std::chrono::milliseconds(std::strtoll(it->second.c_str(), nullptr, 10));
+            if (!eos && delivery_timeout_ > delivery_timeout)
+                c_->warn("producer_settings message.timeout.ms=" + it->second + " is over " +
+                         std::to_string(delivery_timeout.count()) +
+                         " ms (a fifth of session_timeout): records an instance queued before a pause may land after "
+                         "another instance took its tasks over, and undo that instance's changelog writes");
+        }
         if (eos) {
             o.transactional_id = transactional_id_of(*c_);
             o.extra["transaction.timeout.ms"] = std::to_string(c_->transaction_timeout.count());
@@ -121,11 +157,15 @@ private:
             producer_ = eos_->shared_producer();
             eos_->begin();
         } else {
+            o.may_write = may_write_;
+            o.refusal = "the group has not confirmed this instance a member lately (its at-least-once lease ran out)";
             producer_ = std::make_shared<kafka::producer>(std::move(o));
         }
     }
 
     const application_config* c_;
+    std::function<bool()> may_write_;
+    std::chrono::milliseconds delivery_timeout_{};  // the default message.timeout.ms
     std::optional<kafka::exactly_once> eos_;
     std::shared_ptr<kafka::producer> producer_;
     std::vector<clock::time_point> renewals_;  // in the last minute

@@ -47,7 +47,7 @@ struct instance_session {
           partitions(topics.check_inputs()),
           coordination(topics.ensure_coordination()),
           coord(c, coordination, partitions, *h.rebalance_log, reg),
-          producer(c),
+          producer(c, [this] { return committer.may_write(); }),  // asked only once everything is built
           out(producer.get()),
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); }},
           consumer(c, coordination, coord.leader()),

@@ -105,7 +105,13 @@ public:
 
     void begin_transaction() override { producer_->transaction().begin(); }
 
-    bool abort_transaction() override {
+    bool discard_failed_writes() override {
+        if (!producer_->exactly_once()) {
+            if (producer_->settle()) return true;
+            throw kafka::kafka_error("strata::runtime: records of the producer neither landed nor failed within "
+                                     "four times its message timeout",
+                                     RD_KAFKA_RESP_ERR__TIMED_OUT);
+        }
         if (producer_->get()->fatal_error()) return false;
         try {
             producer_->transaction().abort();

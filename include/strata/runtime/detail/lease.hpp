@@ -13,6 +13,15 @@
 /// nor the leader move its tasks, before the lease ends. Its commits renew
 /// the lease; when none is due, the instance commits something that nothing
 /// reads, a third of a session before the end.
+///
+/// The lease stops what the instance hands its producer, not what the
+/// producer already holds: a record queued before a pause would go out
+/// after it, when another instance may run the task and write its
+/// changelog. So under at-least-once a record must land or fail within
+/// the lease's margin (`delivery_bound`, librdkafka's message.timeout.ms):
+/// enqueued before the lease ends, it is settled before the coordinator
+/// can have expelled the member (a session after the commit was sent),
+/// and so before any other instance writes for the task.
 
 #include <algorithm>
 #include <chrono>
@@ -23,8 +32,16 @@ class lease {
 public:
     using time_point = std::chrono::steady_clock::time_point;
 
-    explicit lease(std::chrono::milliseconds session)
-        : session_(session), margin_(std::max<std::chrono::milliseconds>(session / 5, std::chrono::milliseconds(200))) {}
+    explicit lease(std::chrono::milliseconds session) : session_(session), margin_(margin_of(session)) {}
+
+    /// @brief What a lease keeps short of a session: a fifth, at least 200 ms.
+    [[nodiscard]] static constexpr std::chrono::milliseconds margin_of(std::chrono::milliseconds session) noexcept {
+        return std::max<std::chrono::milliseconds>(session / 5, std::chrono::milliseconds(200));
+    }
+    /// @brief The longest an at-least-once write may stay unsettled (see above).
+    [[nodiscard]] static constexpr std::chrono::milliseconds delivery_bound(std::chrono::milliseconds session) noexcept {
+        return margin_of(session);
+    }
 
     /// @brief A commit sent at `sent` was accepted.
     void confirmed(time_point sent) { until_ = std::max(until_, sent + session_ - margin_); }
