@@ -29,8 +29,8 @@ struct writer_run {
 /// What the audit of one task shows.
 struct task_audit {
     std::string history;                  ///< " writer[first..last, records]" for each run, in order
-    std::vector<std::string> late_queued;  ///< at-least-once runs sent late, processed in their turn
-    std::vector<std::string> overlaps;     ///< runs of a copy at work while another was: a broken invariant
+    std::vector<std::string> late;      ///< runs sent after another copy's, processed before it began
+    std::vector<std::string> overlaps;  ///< runs of a copy at work while another was
 };
 
 /// The runs of one partition of the audit topic, in the order they were written.
@@ -51,14 +51,15 @@ inline std::vector<writer_run> writer_runs(const std::string& audit, std::int32_
 }
 
 /// Which copies ran task `p`, and whether one wrote again after another had
-/// written. Under exactly-once (read committed: a fenced zombie's writes are
-/// aborted) that never happens. Under at-least-once nothing fences a zombie,
-/// and docs/runtime.md says what is left: records librdkafka had queued
-/// before a pause may be sent when the process wakes. Such a run was
-/// processed before any copy in between began (none could start before the
-/// zombie's lease had ended); one processed after that is a second copy at
-/// work.
-inline task_audit audit_task(const std::string& audit, std::int32_t p, bool exactly_once) {
+/// written: under either guarantee a broken invariant. Under exactly-once
+/// (read committed) a fenced zombie's writes are aborted. Under
+/// at-least-once the lease stops a zombie's writes, and its producer lands
+/// or fails what it held within the lease's margin (docs/runtime.md, "What
+/// the producer holds when the lease ends"). The two ways it can break are
+/// told apart: a run processed before any copy in between began was held
+/// by the producer and sent late (`late`); one processed after that is a
+/// second copy at work (`overlaps`).
+inline task_audit audit_task(const std::string& audit, std::int32_t p) {
     const std::vector<writer_run> runs = writer_runs(audit, p);
     task_audit out;
     for (const writer_run& r : runs)
@@ -79,9 +80,9 @@ inline task_audit audit_task(const std::string& audit, std::int32_t p, bool exac
         for (auto i = in_effect.rbegin(); i != earlier; ++i) others_began = std::min(others_began, (*i)->first_processed_us);
         const std::string what = r.writer + "'s inputs " + std::to_string(r.first_input) + ".." +
                                  std::to_string(r.last_input) + " after " + in_effect.back()->writer + "'s";
-        if (!exactly_once && r.last_processed_us < others_began) {
-            out.late_queued.push_back(what + " (processed before it began)");
-            continue;
+        if (r.last_processed_us < others_began) {
+            out.late.push_back(what + " (processed before it began): sent late");
+            continue;  // the copy it interrupted goes on in the same run
         }
         out.overlaps.push_back(what + ", processed " + std::to_string((r.last_processed_us - others_began) / 1000) +
                                " ms after another copy began: two copies of the task ran at once");

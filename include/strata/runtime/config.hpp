@@ -5,6 +5,7 @@
 /// commit. Every instance of one application is started with the same
 /// settings except `state_dir`, `instance_id` and `endpoint`.
 
+#include <strata/core/error.hpp>
 #include <strata/kafka/handles.hpp>
 
 #include <chrono>
@@ -124,6 +125,14 @@ struct application_config {
     }
     [[nodiscard]] std::string effective_dead_letter_topic() const {
         return dead_letter_topic.empty() ? application_id + "-dead-letters" : dead_letter_topic;
+    }
+
+    /// @throws usage_error a setting without which nothing can run
+    void validate() const {
+        if (application_id.empty()) throw usage_error("strata::runtime: application_id is empty");
+        if (bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
+        if (input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
+        if (standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
     }
 
     /// Hands a warning to on_warning, or writes it to standard error.

@@ -69,7 +69,7 @@ public:
     instance(application_config config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
         : config_(std::move(config)), registry_(&reg), on_restore_(std::move(on_restore)),
           lifecycle_(config_, std::move(make), reg) {
-        validate();
+        config_.validate();
         if (config_.instance_id.empty()) {
             char host[256] = {};
             (void)::gethostname(host, sizeof host - 1);
@@ -129,9 +129,11 @@ public:
             queries_.set_running(false);  // no query waits for what closes now
             if (!failed_) {
                 commit(tasks_->running());
+                s.producer.settle();  // the commit may have been held: nothing lands after the withdrawal
                 tasks_->close_all(true);
             } else {
                 s.producer.abandon();
+                s.producer.settle();
                 tasks_->close_all(false);
             }
             publish_status(true);  // withdrawn: the leader moves its tasks at once
@@ -162,13 +164,6 @@ public:
 
 private:
     using clock = std::chrono::steady_clock;
-
-    void validate() const {
-        if (config_.application_id.empty()) throw usage_error("strata::runtime: application_id is empty");
-        if (config_.bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
-        if (config_.input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
-        if (config_.standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
-    }
 
     // ------------------------------------------------------- the main loop --
 
@@ -273,22 +268,11 @@ private:
             const std::optional<std::size_t> topic = detail::input_index(config_, rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
-            std::exception_ptr failed_write;
-            {
-                const std::lock_guard lock(t.mutex());  // queries read the stores meanwhile
-                try {
-                    t.process(*m);
-                    t.next_offsets[*topic] = m->offset + 1;
-                    if (const std::int64_t ts = rd_kafka_message_timestamp(m.get(), nullptr);
-                        *topic < t.partition_times.size() && ts > t.partition_times[*topic])
-                        t.partition_times[*topic] = ts;
-                } catch (const processing_error&) {
-                    failed_write = std::current_exception();
-                }
-            }
-            if (failed_write) {
+            try {
+                t.process_input(*m, *topic);
+            } catch (const processing_error&) {
                 // A write failed, or the lease refused it: the tasks are rebuilt (committer.hpp).
-                if (!s_->committer.recover_from_failed_write(failed_write)) std::rethrow_exception(failed_write);
+                if (!s_->committer.recover_from_failed_write(std::current_exception())) throw;
                 rebuild_after_failed_write();
                 return;
             }
@@ -330,6 +314,7 @@ private:
         if ((!was.empty() && id != was) || s_->consumer.lost()) {
             counter("strata_instance_membership_lost_total", "Times the group dropped this instance").inc();
             s_->producer.abandon_and_begin();
+            s_->producer.settle();
             tasks_->release_all();
         }
         s_->consumer.clear_lost();
@@ -366,6 +351,7 @@ private:
         if (!plan.release.empty()) {
             if (plan.member) commit(tasks_->running());
             else s_->producer.abandon_and_begin();
+            s_->producer.settle();  // nothing of theirs lands after the next owner began
             for (std::int32_t p : plan.release) tasks_->release(p, plan.member && !failed_);
         }
         if (!plan.member) return;

@@ -58,6 +58,11 @@ public:
                                      tracker_->first_error, tracker_->first_error_text);
     }
 
+    /// @brief Counts from here, forgetting records that failed: their work
+    /// was given up (its tasks were rebuilt, to process it again). Call it
+    /// only once nothing sent before is still on its way.
+    void forget_failures() { tracker_ = &producer_->new_tracker(); }
+
     /// @brief Sends through another producer from now on (the instance's
     /// was fenced and made anew). What the old one had queued is its own.
     void rebind(std::shared_ptr<kafka::producer> p) {
@@ -73,7 +78,10 @@ private:
     rd_kafka_topic_t* handle(std::string_view topic) {
         auto it = topics_.find(topic);
         if (it != topics_.end()) return it->second.get();
-        kafka::unique_topic_conf tc(rd_kafka_topic_conf_new());
+        // A copy of the producer's topic defaults, not a fresh one: a fresh
+        // one drops message.timeout.ms, which the runtime bounds (under
+        // at-least-once, below the lease's margin; see detail/lease.hpp).
+        kafka::unique_topic_conf tc(rd_kafka_default_topic_conf_dup(producer_->get()));
         std::array<char, 256> err{};
         // Java's partitioner for keyed records; a null key cannot occur here.
         if (rd_kafka_topic_conf_set(tc.get(), "partitioner", "murmur2_random", err.data(), err.size()) !=

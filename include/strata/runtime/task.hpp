@@ -227,6 +227,18 @@ public:
     /// Decodes and processes one input record.
     /// @throws processing_error the processor threw; bad_record_error under `fail`
     virtual void process(const rd_kafka_message_t& m) = 0;
+    /// Processes one record of input topic number `topic` under the task's
+    /// lock (queries read the stores meanwhile), then moves the topic's next
+    /// offset and partition time past it.
+    /// @throws processing_error as process()
+    void process_input(const rd_kafka_message_t& m, std::size_t topic) {
+        const std::lock_guard lock(mutex_);
+        process(m);
+        next_offsets[topic] = m.offset + 1;
+        if (const std::int64_t ts = rd_kafka_message_timestamp(&m, nullptr);
+            topic < partition_times.size() && ts > partition_times[topic])
+            partition_times[topic] = ts;
+    }
     /// Sets the task's stream time before it starts, from its commits.
     virtual void resume_stream_time(std::int64_t timestamp) = 0;
     /// Runs the wall-clock punctuations that are due.

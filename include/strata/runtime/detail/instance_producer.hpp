@@ -99,18 +99,25 @@ public:
         start();
     }
 
-    /// At-least-once, after a write failed: waits until every record handed
-    /// to the producer has landed or failed (message.timeout.ms bounds it),
-    /// so that tasks rebuilt from their changelogs read all of it.
-    /// @returns false if records were still unsettled after four times
-    ///          that (librdkafka no longer serves its queue)
-    bool settle() {
+    /// At-least-once, before tasks are let go of or rebuilt: waits until
+    /// every record handed to the producer has landed or failed
+    /// (message.timeout.ms bounds it), so that no record of theirs lands
+    /// after the next owner (or the rebuilt task) has read their changelogs.
+    /// A release whose commit went out waited already; one whose commit was
+    /// held (the lease had run out) or not sent did not. Nothing to do under
+    /// exactly-once: the transaction was aborted, and fencing stops the rest.
+    /// @throws kafka::kafka_error records still unsettled after four times
+    ///         the message timeout (librdkafka no longer serves its queue)
+    void settle() {
+        if (eos_) return;
         const auto until = clock::now() + 4 * delivery_timeout_;
         while (rd_kafka_outq_len(producer_->get()) > 0) {
-            if (clock::now() >= until) return false;
+            if (clock::now() >= until)
+                throw kafka::kafka_error("strata::runtime: records of the producer neither landed nor failed within "
+                                         "four times its message timeout",
+                                         RD_KAFKA_RESP_ERR__TIMED_OUT);
             (void)rd_kafka_flush(producer_->get(), 100);
         }
-        return true;
     }
 
     /// Aborts the open transaction, if any. A fenced or failed producer's
@@ -165,7 +172,7 @@ private:
 
     const application_config* c_;
     std::function<bool()> may_write_;
-    std::chrono::milliseconds delivery_timeout_{};  // the default message.timeout.ms
+    std::chrono::milliseconds delivery_timeout_{};  // its message.timeout.ms
     std::optional<kafka::exactly_once> eos_;
     std::shared_ptr<kafka::producer> producer_;
     std::vector<clock::time_point> renewals_;  // in the last minute

@@ -107,10 +107,9 @@ public:
 
     bool discard_failed_writes() override {
         if (!producer_->exactly_once()) {
-            if (producer_->settle()) return true;
-            throw kafka::kafka_error("strata::runtime: records of the producer neither landed nor failed within "
-                                     "four times its message timeout",
-                                     RD_KAFKA_RESP_ERR__TIMED_OUT);
+            producer_->settle();
+            out_->forget_failures();  // else every later flush throws again
+            return true;
         }
         if (producer_->get()->fatal_error()) return false;
         try {
