@@ -109,7 +109,9 @@ public:
 
     [[nodiscard]] std::string outputs() const {
         std::string s;
-        for (const auto& [id, p] : procs_) s += id + " (incarnation " + std::to_string(incarnations_.at(id)) + "):\n" + p->output();
+        for (const auto& [id, p] : procs_)
+            s += id + " (incarnation " + std::to_string(incarnations_.at(id)) + ", " + p->how_it_ended() + "):\n" +
+                 p->output();
         return s;
     }
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,7 @@
 
 #include <fcntl.h>
 #include <sys/types.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -337,6 +339,9 @@ public:
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
         const std::string path = log_.string();
+        // STRATA_TEST_CORES=1: a child that crashes leaves a core (where
+        // kernel.core_pattern says), for a crash the log does not explain.
+        const bool cores = std::getenv("STRATA_TEST_CORES") != nullptr;
         pid_ = ::fork();
         REQUIRE(pid_ >= 0);
         if (pid_ == 0) {
@@ -344,6 +349,10 @@ public:
             if (fd < 0) ::_exit(127);
             ::dup2(fd, 1);
             ::dup2(fd, 2);
+            if (cores) {
+                const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+                (void)::setrlimit(RLIMIT_CORE, &unlimited);
+            }
             ::execv(argv[0], argv.data());
             ::_exit(127);
         }
@@ -367,6 +376,16 @@ public:
     }
 
     void kill(int signal) { REQUIRE(::kill(pid_, signal) == 0); }
+
+    /// "running", or how it ended: its exit code or the signal that ended it.
+    [[nodiscard]] std::string how_it_ended() {
+        if (running()) return "running";
+        if (!status_) return "not started";
+        if (WIFSIGNALED(*status_))
+            return std::string("ended by signal ") + std::to_string(WTERMSIG(*status_)) + " (" +
+                   ::strsignal(WTERMSIG(*status_)) + ")" + (WCOREDUMP(*status_) ? ", core dumped" : "");
+        return "exited with " + std::to_string(WEXITSTATUS(*status_));
+    }
 
     /// Waits for the process to end; its wait status.
     int wait(std::chrono::seconds timeout = 60s) {
