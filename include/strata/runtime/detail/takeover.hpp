@@ -138,10 +138,36 @@ private:
         }
     }
 
+    /// Whether an offset lookup that failed so is worth asking again: the
+    /// group coordinator moved or is loading (a broker died), or the request
+    /// went unanswered.
+    static bool retriable(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+               err == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS || err == RD_KAFKA_RESP_ERR__WAIT_COORD ||
+               err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+               err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR_UNSTABLE_OFFSET_COMMIT;
+    }
+
+    /// The committed offsets of task t's inputs, asked again (in attempts of
+    /// a quarter of broker_timeout) while the group coordinator moves: the
+    /// campaign saw NOT_COORDINATOR stop an instance after a broker's death.
+    kafka::unique_partition_list committed_inputs(const task& t) {
+        const auto deadline = clock::now() + c_->broker_timeout;
+        for (;;) {
+            kafka::unique_partition_list l = inputs_of(*c_, t.partition());
+            rd_kafka_resp_err_t err =
+                rd_kafka_committed(offsets_.get(), l.get(), kafka::timeout_ms(c_->broker_timeout / 4));
+            for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < l->cnt; ++i) err = l->elems[i].err;
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !retriable(err) || clock::now() >= deadline) {
+                kafka::check(err, "look up the committed offsets of task " + t.id());
+                return l;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    }
+
     void look_up_committed(task& t) {
-        const kafka::unique_partition_list l = inputs_of(*c_, t.partition());
-        kafka::check(rd_kafka_committed(offsets_.get(), l.get(), kafka::timeout_ms(c_->broker_timeout)),
-                     "look up the committed offsets of task " + t.id());
+        const kafka::unique_partition_list l = committed_inputs(t);
         t.committed_offsets.assign(c_->input_topics.size(), RD_KAFKA_OFFSET_BEGINNING);
         t.partition_times.assign(c_->input_topics.size(), -1);
         for (int i = 0; i < l->cnt; ++i) {
