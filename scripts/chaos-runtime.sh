@@ -34,6 +34,8 @@ export STRATA_AGGREGATE_APP="${log_dir}/bin/runtime_aggregate_app"
 # The instances' logs and state of a failed round stay (the round's log names
 # them); a round that passed removes its own.
 export STRATA_KEEP_TEST_DIRS=1
+# A crashed instance leaves a core (where kernel.core_pattern says).
+export STRATA_TEST_CORES=1
 # The group consumers' librdkafka debug log, for the rounds that fail.
 export STRATA_CHAOS_DEBUG="${STRATA_CHAOS_DEBUG-cgrp}"
 echo "chaos-runtime: built from $(git -C "${root}" rev-parse --short HEAD)$(git -C "${root}" diff --quiet HEAD -- include test || echo ' with uncommitted changes')"
