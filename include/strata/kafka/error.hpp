@@ -46,6 +46,16 @@ inline void check(rd_kafka_resp_err_t code, std::string_view what) {
     if (code != RD_KAFKA_RESP_ERR_NO_ERROR) throw kafka_error(what, code);
 }
 
+/// @brief Whether a request to a group coordinator failed because there was
+/// none that answered: it moved or is loading (its broker died), or the
+/// request went unanswered. Nothing is wrong with the request itself.
+inline bool group_coordinator_unavailable(rd_kafka_resp_err_t code) noexcept {
+    return code == RD_KAFKA_RESP_ERR__WAIT_COORD || code == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
+           code == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || code == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
+           code == RD_KAFKA_RESP_ERR__TRANSPORT || code == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+           code == RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE || code == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+}
+
 namespace detail {
 /// A deleter that calls one of librdkafka's destroy functions.
 template <auto Destroy>

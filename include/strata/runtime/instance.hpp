@@ -213,8 +213,7 @@ private:
             for (task* t : tasks_->running())
                 if (t->punctuate(now)) ++t->uncommitted;  // committed like records
         } catch (...) {
-            if (!s_->committer.recover_from_failed_write(std::current_exception())) throw;
-            rebuild_after_failed_write();
+            rebuild_after_failed_write_or_rethrow();
         }
         if (now >= next_commit) {
             commit(tasks_->running());
@@ -271,9 +270,7 @@ private:
             try {
                 t.process_input(*m, *topic);
             } catch (const processing_error&) {
-                // A write failed, or the lease refused it: the tasks are rebuilt (committer.hpp).
-                if (!s_->committer.recover_from_failed_write(std::current_exception())) throw;
-                rebuild_after_failed_write();
+                rebuild_after_failed_write_or_rethrow();
                 return;
             }
             ++t.uncommitted;
@@ -397,6 +394,13 @@ private:
 
     void rebuild_after_failed_write() {
         tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
+    }
+
+    /// In a handler: a write that failed, or that the lease refused, has the
+    /// running tasks rebuilt (committer.hpp); any other failure goes on up.
+    void rebuild_after_failed_write_or_rethrow() {
+        if (!s_->committer.recover_from_failed_write(std::current_exception())) throw;
+        rebuild_after_failed_write();
     }
 
     metrics::counter& counter(std::string_view name, std::string_view help) {

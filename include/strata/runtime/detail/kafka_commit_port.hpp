@@ -78,11 +78,7 @@ public:
             return group_answer::rebalancing;
         // No coordinator, or none that answered: librdkafka gives up after
         // holding the commit for a session. Nothing is wrong with the work.
-        if (err == RD_KAFKA_RESP_ERR__WAIT_COORD || err == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
-            err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS ||
-            err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
-            err == RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT)
-            return group_answer::unanswered;
+        if (kafka::group_coordinator_unavailable(err)) return group_answer::unanswered;
         kafka::check(err, "commit the input offsets");
         if (group_->member_id() != member) return group_answer::rebalancing;  // it may have gone out as the new one
         return group_answer::accepted;

@@ -138,16 +138,6 @@ private:
         }
     }
 
-    /// Whether an offset lookup that failed so is worth asking again: the
-    /// group coordinator moved or is loading (a broker died), or the request
-    /// went unanswered.
-    static bool retriable(rd_kafka_resp_err_t err) {
-        return err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE ||
-               err == RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS || err == RD_KAFKA_RESP_ERR__WAIT_COORD ||
-               err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
-               err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR_UNSTABLE_OFFSET_COMMIT;
-    }
-
     /// The committed offsets of task t's inputs, asked again (in attempts of
     /// a quarter of broker_timeout) while the group coordinator moves: the
     /// campaign saw NOT_COORDINATOR stop an instance after a broker's death.
@@ -158,7 +148,9 @@ private:
             rd_kafka_resp_err_t err =
                 rd_kafka_committed(offsets_.get(), l.get(), kafka::timeout_ms(c_->broker_timeout / 4));
             for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < l->cnt; ++i) err = l->elems[i].err;
-            if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !retriable(err) || clock::now() >= deadline) {
+            const bool retriable = kafka::group_coordinator_unavailable(err) ||
+                                   err == RD_KAFKA_RESP_ERR_UNSTABLE_OFFSET_COMMIT;  // a transaction still open
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !retriable || clock::now() >= deadline) {
                 kafka::check(err, "look up the committed offsets of task " + t.id());
                 return l;
             }
