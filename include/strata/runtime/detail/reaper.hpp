@@ -29,8 +29,9 @@ public:
         thread_.join();
     }
 
-    /// Hands over one reference; the object dies on the reaper's thread
-    /// once the last other reference is gone.
+    /// Hands over one reference. The object dies on the reaper's thread if
+    /// no other reference is left when the reaper drops this one (the
+    /// runtime hands over a task's last); otherwise with the last of them.
     void dispose(std::shared_ptr<void> p) {
         {
             const std::lock_guard lock(mutex_);
