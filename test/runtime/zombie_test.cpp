@@ -7,6 +7,7 @@
 
 #include "support/temp_dir.hpp"
 
+#include <strata/kafka/transaction.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>
@@ -220,4 +221,56 @@ TEST_CASE("runtime: at-least-once, an instance paused in the middle of a batch o
     }
     std::printf("batch lease: a took %zu task(s) from b\n", taken);
     (void)require_every_input_has_output(output, in.written());
+}
+
+TEST_CASE("runtime: exactly-once, an instance whose producer is fenced just before it stops exits cleanly, and the "
+          "output is that of an uninterrupted run",
+          "[kafka][runtime][fencing]") {
+    // The campaign's seed 4282428254657086482: an instance back from a pause
+    // was fenced again by a takeover of a decision made while it was out,
+    // and was told to stop before it noticed; the commit of its stop failed
+    // and it exited with the fencing as its error.
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 2;
+    constexpr int keys = 50;
+    const std::string app = kafka_test::unique_name("fenced-stop");
+    const std::string input = kafka_test::make_topic("fenced-stop-in", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("fenced-stop-out", partitions, {{"cleanup.policy", "delete"}});
+    auto args = app_args(app, input, output, dir / "state-a", "a");
+    // No commit but the stop's: the fencing is found by that one.
+    args.insert(args.end(), {"--exactly-once", "--commit-ms", "60000", "--transaction-ms", "90000"});
+    paced_input in(input, partitions, keys);
+    {
+        instance_process a(args, dir / "a-1.log");
+        const auto started = [&] {
+            int n = 0;
+            for (const auto& l : a.lines()) n += l.rfind("started task=", 0) == 0 ? 1 : 0;
+            return n;
+        };
+        for (int i = 0; i < 60 && started() < partitions; ++i) in.write_for(500ms);
+        INFO(a.output());
+        REQUIRE(started() == partitions);
+        in.write_for(500ms);
+
+        // A process with a's instance id fences a's producer, and a is stopped.
+        strata::kafka::producer_options o;
+        o.bootstrap_servers = kafka_test::bootstrap();
+        o.transactional_id = app + "-a";
+        const strata::kafka::exactly_once fencer(o, 30s);
+        a.kill(SIGTERM);
+        const int status = a.wait(60s);
+        INFO(a.output());
+        REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+        CHECK_THAT(a.output(), Catch::Contains("its producer was fenced as it stopped"));
+    }
+    auto restart = app_args(app, input, output, dir / "state-a", "a");
+    restart.push_back("--exactly-once");
+    instance_process again(restart, dir / "a-2.log");
+    in.write_for(500ms);
+    const bool done = await_committed(app, input, in.written(), 120s, [&] { return again.running(); });
+    again.kill(SIGTERM);
+    (void)again.wait();
+    INFO(again.output());
+    REQUIRE(done);
+    require_output_of_an_uninterrupted_run(output, in.written());
 }

@@ -127,8 +127,7 @@ public:
         failed_ = failure != nullptr;
         try {
             queries_.set_running(false);  // no query waits for what closes now
-            if (!failed_) {
-                commit(tasks_->running());
+            if (!failed_ && last_commit()) {
                 s.producer.settle();  // the commit may have been held: nothing lands after the withdrawal
                 tasks_->close_all(true);
             } else {
@@ -390,6 +389,25 @@ private:
     /// from its changelog, and resumes from its committed input offsets.
     void commit(const std::vector<task*>& ts) {
         if (s_->committer.commit(ts) == detail::commit_outcome::aborted) rebuild_after_failed_write();
+    }
+
+    /// The commit of a stop. A producer fenced meanwhile (another instance
+    /// took a task over while this one was out of the group) is no failure
+    /// of the stop: its transaction is aborted, and the tasks' next owners
+    /// process again what it held, as after a kill.
+    /// @returns false when fenced: the tasks close without a checkpoint
+    bool last_commit() {
+        try {
+            commit(tasks_->running());
+            return true;
+        } catch (...) {
+            if (!s_->producer.needs_renewal()) throw;
+            counter("strata_instance_fenced_total", "Times this instance's producer was fenced").inc();
+            config_.warn("instance " + config_.instance_id +
+                         ": its producer was fenced as it stopped; what it processed since its last commit is "
+                         "processed again by the tasks' next owners");
+            return false;
+        }
     }
 
     void rebuild_after_failed_write() {
