@@ -1,0 +1,328 @@
+#pragma once
+/// @file
+/// @brief strata's HTTP/1.1 client for requests between instances: a
+/// bounded pool of keep-alive connections per peer, asynchronous on the
+/// executor it is given (the server's, so forwarding costs no thread).
+///
+/// Each peer has at most `max_connections_per_peer` connections; a request
+/// takes an idle one, or opens one while under the bound, or waits in the
+/// peer's queue (at most `max_queued_per_peer`; beyond it fails at once).
+/// A connection serves one request at a time and is reused while both
+/// sides keep it alive. A GET sent on a reused connection that the peer had
+/// closed meanwhile is sent once more on a new one.
+
+#include <strata/http/message.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::http {
+
+/// @brief How a client reaches its peers.
+struct client_options {
+    std::size_t max_connections_per_peer = 32;
+    std::size_t max_queued_per_peer = 1'024;
+    std::chrono::milliseconds connect_timeout{2'000};
+    std::chrono::milliseconds request_timeout{2'000};  ///< from sending the request to the whole response
+    std::uint64_t body_limit = 64 * 1024 * 1024;        ///< of a response
+};
+
+/// @brief A peer's response.
+struct client_response {
+    int status = 0;
+    std::string body;
+    std::optional<std::string> retry_after;  ///< its Retry-After header, if any
+};
+
+/// @brief A response, or why there is none (the transport's error in words).
+struct client_result {
+    std::optional<client_response> reply;
+    std::string failure;
+};
+
+/// @brief Headers to send, (name, value).
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+namespace detail {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using tcp = net::ip::tcp;
+
+struct client_call {
+    std::string target;
+    header_list headers;
+    std::function<void(client_result)> done;
+    bool retried = false;
+};
+
+class client_peer;
+
+/// One connection to a peer; runs one call at a time on its strand.
+class client_connection : public std::enable_shared_from_this<client_connection> {
+public:
+    client_connection(net::any_io_executor ex, std::shared_ptr<client_peer> peer, const client_options& o)
+        : stream_(net::make_strand(ex)), resolver_(stream_.get_executor()), peer_(std::move(peer)), options_(&o) {}
+
+    void run(client_call call);
+
+    [[nodiscard]] bool reused() const noexcept { return used_; }
+
+private:
+    void connect();
+    void send();
+    void finish(client_result r, bool reusable);
+
+    beast::tcp_stream stream_;
+    tcp::resolver resolver_;
+    std::shared_ptr<client_peer> peer_;
+    const client_options* options_;
+    client_call call_;
+    beast::flat_buffer buffer_;
+    std::optional<beast_http::request<beast_http::empty_body>> req_;
+    std::optional<beast_http::response_parser<beast_http::string_body>> parser_;
+    bool connected_ = false;
+    bool used_ = false;  // served a call before this one
+};
+
+/// The connections and the queue of one peer.
+class client_peer : public std::enable_shared_from_this<client_peer> {
+public:
+    client_peer(net::any_io_executor ex, std::string host, std::string port, client_options o)
+        : executor_(std::move(ex)), host_(std::move(host)), port_(std::move(port)), options_(std::move(o)) {}
+
+    [[nodiscard]] const std::string& host() const noexcept { return host_; }
+    [[nodiscard]] const std::string& port() const noexcept { return port_; }
+
+    void submit(client_call call) {
+        std::shared_ptr<client_connection> c;
+        {
+            const std::lock_guard lock(mutex_);
+            if (!idle_.empty()) {
+                c = std::move(idle_.back());
+                idle_.pop_back();
+            } else if (open_ < options_.max_connections_per_peer) {
+                ++open_;
+                c = std::make_shared<client_connection>(executor_, shared_from_this(), options_);
+            } else if (queue_.size() < options_.max_queued_per_peer) {
+                queue_.push_back(std::move(call));
+                return;
+            }
+        }
+        if (!c) {
+            fail(std::move(call), "over " + std::to_string(options_.max_queued_per_peer) +
+                                      " requests wait for a connection to " + host_ + ":" + port_);
+            return;
+        }
+        c->run(std::move(call));
+    }
+
+    /// A connection finished its call: it takes the next queued one, or
+    /// waits idle (`keep`), or goes.
+    void returned(const std::shared_ptr<client_connection>& c, bool keep) {
+        std::optional<client_call> next;
+        {
+            const std::lock_guard lock(mutex_);
+            if (!queue_.empty()) {
+                next = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            if (!keep) {
+                if (!next) {
+                    --open_;
+                    return;
+                }
+            } else if (!next) {
+                if (!closed_) idle_.push_back(c);
+                else --open_;
+                return;
+            }
+        }
+        if (keep) {
+            c->run(std::move(*next));
+        } else {
+            // The queued call gets a new connection in this one's place.
+            auto fresh = std::make_shared<client_connection>(executor_, shared_from_this(), options_);
+            fresh->run(std::move(*next));
+        }
+    }
+
+    void fail(client_call call, std::string why) {
+        net::post(executor_, [done = std::move(call.done), why = std::move(why)]() mutable {
+            done(client_result{std::nullopt, std::move(why)});
+        });
+    }
+
+    /// Closes the idle connections, and each busy one once its call is
+    /// done (the client goes).
+    void close() {
+        const std::lock_guard lock(mutex_);
+        closed_ = true;
+        idle_.clear();
+    }
+
+private:
+    net::any_io_executor executor_;
+    std::string host_, port_;
+    client_options options_;
+    std::mutex mutex_;
+    std::vector<std::shared_ptr<client_connection>> idle_;
+    std::deque<client_call> queue_;
+    std::size_t open_ = 0;
+    bool closed_ = false;
+};
+
+inline void client_connection::run(client_call call) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), call = std::move(call)]() mutable {
+        self->call_ = std::move(call);
+        if (self->connected_) self->send();
+        else self->connect();
+    });
+}
+
+inline void client_connection::connect() {
+    used_ = false;
+    resolver_.async_resolve(peer_->host(), peer_->port(),
+                            [self = shared_from_this()](beast::error_code ec, const tcp::resolver::results_type& r) {
+                                if (ec) return self->finish({std::nullopt, "resolve: " + ec.message()}, false);
+                                self->stream_.expires_after(self->options_->connect_timeout);
+                                self->stream_.async_connect(r, [self](beast::error_code e, const tcp::endpoint&) {
+                                    if (e) return self->finish({std::nullopt, "connect: " + e.message()}, false);
+                                    beast::error_code ignored;
+                                    self->stream_.socket().set_option(tcp::no_delay(true), ignored);
+                                    self->connected_ = true;
+                                    self->send();
+                                });
+                            });
+}
+
+inline void client_connection::send() {
+    req_.emplace(beast_http::verb::get, call_.target, 11);
+    req_->set(beast_http::field::host, peer_->host() + ":" + peer_->port());
+    req_->keep_alive(true);
+    for (const auto& [name, value] : call_.headers) req_->set(name, value);
+    parser_.emplace();
+    parser_->body_limit(options_->body_limit);
+    stream_.expires_after(options_->request_timeout);
+    beast_http::async_write(stream_, *req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) return self->finish({std::nullopt, "send: " + ec.message()}, false);
+        beast_http::async_read(self->stream_, self->buffer_, *self->parser_,
+                               [self](beast::error_code e, std::size_t) {
+                                   if (e) return self->finish({std::nullopt, "read: " + e.message()}, false);
+                                   auto& m = self->parser_->get();
+                                   client_response r;
+                                   r.status = static_cast<int>(m.result_int());
+                                   if (const auto it = m.find(beast_http::field::retry_after); it != m.end())
+                                       r.retry_after = std::string(it->value());
+                                   r.body = std::move(m.body());
+                                   const bool keep = m.keep_alive();
+                                   self->finish({std::move(r), {}}, keep);
+                               });
+    });
+}
+
+inline void client_connection::finish(client_result r, bool reusable) {
+    const bool was_reused = used_;
+    if (!reusable) {
+        beast::error_code ec;
+        stream_.socket().close(ec);
+        connected_ = false;
+    }
+    used_ = true;
+    client_call call = std::move(call_);
+    call_ = {};
+    if (!r.reply && was_reused && !call.retried) {
+        // The peer closed the kept-alive connection before this request
+        // reached it (its idle timeout): once more, on a new connection.
+        call.retried = true;
+        call_ = std::move(call);
+        buffer_.consume(buffer_.size());
+        connect();
+        return;
+    }
+    auto done = std::move(call.done);
+    peer_->returned(shared_from_this(), reusable);
+    done(std::move(r));
+}
+
+}  // namespace detail
+
+/// @brief Keep-alive HTTP clients to peers; see the file comment.
+/// Thread-safe. The executor's threads must run while calls are made.
+class client {
+public:
+    client(boost::asio::any_io_executor ex, client_options o = {}) : executor_(std::move(ex)), options_(std::move(o)) {}
+
+    client(const client&) = delete;
+    client& operator=(const client&) = delete;
+    ~client() {
+        const std::lock_guard lock(mutex_);
+        for (auto& [endpoint, p] : peers_) p->close();
+    }
+
+    /// @brief GETs `target` (path and query) from `endpoint` ("host:port",
+    /// "[::1]:port"); `done` gets the response or the failure, on the
+    /// executor's threads.
+    void async_get(const std::string& endpoint, std::string target, header_list headers,
+                   std::function<void(client_result)> done) {
+        std::shared_ptr<detail::client_peer> p;
+        try {
+            p = peer(endpoint);
+        } catch (const std::exception& e) {
+            boost::asio::post(executor_, [done = std::move(done), why = std::string(e.what())] {
+                done(client_result{std::nullopt, why});
+            });
+            return;
+        }
+        p->submit(detail::client_call{std::move(target), std::move(headers), std::move(done)});
+    }
+
+    /// @brief async_get, waited for. Never call it on the executor's own
+    /// threads (it would wait for itself).
+    client_result get(const std::string& endpoint, std::string target, header_list headers = {}) {
+        std::promise<client_result> promise;
+        std::future<client_result> f = promise.get_future();
+        async_get(endpoint, std::move(target), std::move(headers),
+                  [&promise](client_result r) { promise.set_value(std::move(r)); });
+        return f.get();
+    }
+
+private:
+    std::shared_ptr<detail::client_peer> peer(const std::string& endpoint) {
+        const std::lock_guard lock(mutex_);
+        if (const auto it = peers_.find(endpoint); it != peers_.end()) return it->second;
+        const auto colon = endpoint.rfind(':');
+        if (colon == std::string::npos || colon + 1 == endpoint.size())
+            throw std::invalid_argument("endpoint '" + endpoint + "' is not host:port");
+        std::string host = endpoint.substr(0, colon);
+        if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+        auto p = std::make_shared<detail::client_peer>(executor_, std::move(host), endpoint.substr(colon + 1), options_);
+        peers_.emplace(endpoint, p);
+        return p;
+    }
+
+    boost::asio::any_io_executor executor_;
+    client_options options_;
+    std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<detail::client_peer>, std::less<>> peers_;
+};
+
+}  // namespace strata::http
