@@ -157,6 +157,12 @@ TEST_CASE("http server: routes by method and pattern, decodes captures, and answ
     REQUIRE(r.reply);
     CHECK(nlohmann::json::parse(r.reply->body) == nlohmann::json{{"key", "a/b/c d"}, {"q", "x&y z"}});
 
+    // A client with threads of its own, any method and a body.
+    h::client own;
+    r = own.request(verb::put, at, "/keys/k", {{"Content-Type", "application/json"}}, "hello");
+    REQUIRE(r.reply);
+    CHECK(nlohmann::json::parse(r.reply->body)["stored"] == 5);
+
     r = c.get(at, "/nothing/here");
     REQUIRE(r.reply);
     CHECK(r.reply->status == 404);

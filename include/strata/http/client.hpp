@@ -14,6 +14,8 @@
 #include <strata/http/message.hpp>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -31,6 +33,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,8 +71,10 @@ namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
 struct client_call {
+    beast_http::verb method = beast_http::verb::get;
     std::string target;
     header_list headers;
+    std::string body;
     std::function<void(client_result)> done;
     bool retried = false;
 };
@@ -97,7 +102,7 @@ private:
     const client_options* options_;
     client_call call_;
     beast::flat_buffer buffer_;
-    std::optional<beast_http::request<beast_http::empty_body>> req_;
+    std::optional<beast_http::request<beast_http::string_body>> req_;
     std::optional<beast_http::response_parser<beast_http::string_body>> parser_;
     bool connected_ = false;
     bool used_ = false;  // served a call before this one
@@ -215,10 +220,12 @@ inline void client_connection::connect() {
 }
 
 inline void client_connection::send() {
-    req_.emplace(beast_http::verb::get, call_.target, 11);
+    req_.emplace(call_.method, call_.target, 11);
     req_->set(beast_http::field::host, peer_->host() + ":" + peer_->port());
     req_->keep_alive(true);
     for (const auto& [name, value] : call_.headers) req_->set(name, value);
+    req_->body() = call_.body;
+    req_->prepare_payload();
     parser_.emplace();
     parser_->body_limit(options_->body_limit);
     stream_.expires_after(options_->request_timeout);
@@ -249,7 +256,9 @@ inline void client_connection::finish(client_result r, bool reusable) {
     used_ = true;
     client_call call = std::move(call_);
     call_ = {};
-    if (!r.reply && was_reused && !call.retried) {
+    const bool idempotent = call.method == beast_http::verb::get || call.method == beast_http::verb::head ||
+                            call.method == beast_http::verb::put || call.method == beast_http::verb::delete_;
+    if (!r.reply && was_reused && !call.retried && idempotent) {
         // The peer closed the kept-alive connection before this request
         // reached it (its idle timeout): once more, on a new connection.
         call.retried = true;
@@ -269,7 +278,13 @@ inline void client_connection::finish(client_result r, bool reusable) {
 /// Thread-safe. The executor's threads must run while calls are made.
 class client {
 public:
+    /// @brief A client on another's threads (a server's executor).
     client(boost::asio::any_io_executor ex, client_options o = {}) : executor_(std::move(ex)), options_(std::move(o)) {}
+
+    /// @brief A client with threads of its own (`threads`, at least one).
+    explicit client(client_options o = {}, unsigned threads = 1)
+        : owned_(std::make_unique<owned_threads>(threads)), executor_(owned_->ioc.get_executor()),
+          options_(std::move(o)) {}
 
     client(const client&) = delete;
     client& operator=(const client&) = delete;
@@ -283,6 +298,13 @@ public:
     /// executor's threads.
     void async_get(const std::string& endpoint, std::string target, header_list headers,
                    std::function<void(client_result)> done) {
+        async_request(beast_http::verb::get, endpoint, std::move(target), std::move(headers), {}, std::move(done));
+    }
+
+    /// @brief Sends a request with any method and body (its Content-Type
+    /// among the headers); as async_get.
+    void async_request(beast_http::verb method, const std::string& endpoint, std::string target, header_list headers,
+                       std::string body, std::function<void(client_result)> done) {
         std::shared_ptr<detail::client_peer> p;
         try {
             p = peer(endpoint);
@@ -292,20 +314,42 @@ public:
             });
             return;
         }
-        p->submit(detail::client_call{std::move(target), std::move(headers), std::move(done)});
+        p->submit(detail::client_call{method, std::move(target), std::move(headers), std::move(body), std::move(done)});
     }
 
     /// @brief async_get, waited for. Never call it on the executor's own
     /// threads (it would wait for itself).
     client_result get(const std::string& endpoint, std::string target, header_list headers = {}) {
+        return request(beast_http::verb::get, endpoint, std::move(target), std::move(headers));
+    }
+
+    /// @brief async_request, waited for (not on the executor's threads).
+    client_result request(beast_http::verb method, const std::string& endpoint, std::string target,
+                          header_list headers = {}, std::string body = {}) {
         std::promise<client_result> promise;
         std::future<client_result> f = promise.get_future();
-        async_get(endpoint, std::move(target), std::move(headers),
-                  [&promise](client_result r) { promise.set_value(std::move(r)); });
+        async_request(method, endpoint, std::move(target), std::move(headers), std::move(body),
+                      [&promise](client_result r) { promise.set_value(std::move(r)); });
         return f.get();
     }
 
 private:
+    struct owned_threads {
+        explicit owned_threads(unsigned n) : guard(boost::asio::make_work_guard(ioc)) {
+            for (unsigned i = 0; i < (n == 0 ? 1 : n); ++i) threads.emplace_back([this] { ioc.run(); });
+        }
+        owned_threads(const owned_threads&) = delete;
+        owned_threads& operator=(const owned_threads&) = delete;
+        ~owned_threads() {
+            guard.reset();
+            ioc.stop();
+            for (std::thread& t : threads) t.join();
+        }
+        boost::asio::io_context ioc;
+        boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
+        std::vector<std::thread> threads;
+    };
+
     std::shared_ptr<detail::client_peer> peer(const std::string& endpoint) {
         const std::lock_guard lock(mutex_);
         if (const auto it = peers_.find(endpoint); it != peers_.end()) return it->second;
@@ -319,6 +363,7 @@ private:
         return p;
     }
 
+    std::unique_ptr<owned_threads> owned_;  // first: its threads stop after the rest is gone
     boost::asio::any_io_executor executor_;
     client_options options_;
     std::mutex mutex_;
