@@ -30,7 +30,7 @@ malloc_limit="${STRATA_FUZZ_MALLOC_LIMIT_MB:-64}"
 rss_limit="${STRATA_FUZZ_RSS_LIMIT_MB:-2048}"
 timeout="${STRATA_FUZZ_TIMEOUT:-10}"
 
-all_targets=(file_log_fuzz frame_fuzz log_metadata_fuzz serde_fuzz checkpoint_fuzz codec_fuzz)
+all_targets=(file_log_fuzz frame_fuzz log_metadata_fuzz serde_fuzz checkpoint_fuzz codec_fuzz http_fuzz)
 seconds=10
 regenerate=0
 targets=()

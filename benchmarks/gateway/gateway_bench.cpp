@@ -1,7 +1,7 @@
 // Latency of a GET through the query gateway, against the transport's own
 // ceiling, in one run on one machine:
 //
-//   constant   the same HTTP server (cpp-httplib, Nagle off, keep-alive)
+//   constant   the same HTTP server (strata::http, keep-alive)
 //              answering every GET with a fixed JSON body of the same size:
 //              what any answer costs before strata does anything
 //   local      GET /strata/stores/totals/keys/{key} asked of the instance
@@ -10,7 +10,7 @@
 //              to the owner and passes the answer back
 // and three controls: "constant on a" (the constant from instance a's
 // server, beside the gateway's routes), "local, timed inside" (the gateway's
-// get() timed inside the HTTP worker) and "constant, relayed" (a's server
+// get() timed inside the I/O thread's handler) and "constant, relayed" (a's server
 // relaying to the constant server: the transport's floor for a forwarded
 // GET), which tell the transport and the threads' scheduling from strata's
 // own work.
@@ -32,7 +32,8 @@
 #include <strata/runtime/application.hpp>
 #include <strata/stores/hash_map_store.hpp>
 
-#include <httplib.h>
+#include <strata/http/client.hpp>
+#include <strata/http/server.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -64,30 +65,24 @@ struct options {
 
 std::string key_of(std::int64_t i) { return "key-" + std::to_string(i); }
 
-/// An httplib server on 127.0.0.1 and a port the kernel picked.
+/// A server on 127.0.0.1 and a port the kernel picked: bound at once,
+/// serving its routes from start().
 class server {
 public:
-    // Nagle off before binding: accepted sockets inherit it from the listening one.
-    server() : port_(s_.set_tcp_nodelay(true).set_keep_alive_max_count(1'000'000).bind_to_any_port("127.0.0.1")) {
-        if (port_ <= 0) throw std::runtime_error("cannot bind 127.0.0.1");
-    }
-    ~server() {
-        s_.stop();
-        if (t_.joinable()) t_.join();
-    }
-    void start() {
-        t_ = std::thread([this] { s_.listen_after_bind(); });
-        while (!s_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    httplib::Server& get() { return s_; }
-    int port() const { return port_; }
-    std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+    server() : s_(strata::http::server_options{}) {}
+    void start() { s_.start(std::move(routes_)); }
+    strata::http::router& get() { return routes_; }
+    int port() const { return s_.port(); }
+    std::string endpoint() const { return s_.endpoint(); }
 
 private:
-    httplib::Server s_;
-    int port_;
-    std::thread t_;
+    strata::http::server s_;
+    strata::http::router routes_;
 };
+
+using verb = strata::http::beast_http::verb;
+
+std::string at(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 auto make_app(const options& o, const std::string& app_id, const std::string& topic, const std::string& instance,
               const std::string& endpoint, const std::filesystem::path& state) {
@@ -164,45 +159,39 @@ int main(int argc, char** argv) {
         gw::gateway gate_a(a), gate_b(b);
         gate_a.serve_kv<0>("totals");
         gate_b.serve_kv<0>("totals");
-        gate_a.mount(server_a.get());
-        gate_b.mount(server_b.get());
+        gate_a.add_routes(server_a.get());
+        gate_b.add_routes(server_b.get());
         // The ceiling: the same server, the same route shape, a body of the
         // same size as a real answer, computed once.
         const std::string fixed =
             json{{"key", key_of(1234)}, {"partition", 3}, {"position", 1666}, {"value", 1234}, {"instance", "a"}}.dump();
         // The same constant from instance a's server, to tell the server's
         // surroundings from the gateway's work.
-        server_a.get().Get("/constant", [&](const httplib::Request&, httplib::Response& res) {
-            res.set_content(fixed, "application/json");
-        });
+        server_a.get().route_inline(verb::get, "/constant",
+                                    [&](const strata::http::exchange&) { return strata::http::response(200, fixed); });
         // The transport's floor for a forwarded GET: instance a's server
         // relays to the constant server over a keep-alive client, nothing else.
-        std::mutex relay_mutex;
-        httplib::Client relay("127.0.0.1", constant.port());
-        relay.set_keep_alive(true);
-        relay.set_tcp_nodelay(true);
-        server_a.get().Get(R"(/relay/(.+))", [&](const httplib::Request& req, httplib::Response& res) {
-            const std::lock_guard lock(relay_mutex);  // one request at a time here: the client is not shared
-            const auto r = relay.Get("/strata/stores/totals/keys/" + req.matches[1].str());
-            if (!r) {
-                res.status = 502;
-                return;
-            }
-            res.set_content(r->body, "application/json");
+        strata::http::client relay;
+        server_a.get().route_async(verb::get, "/relay/{*}", [&](const strata::http::exchange& ex) {
+            relay.async_get(at(constant.port()), "/strata/stores/totals/keys/" + ex.capture(0), {},
+                            [ex](strata::http::client_result r) {
+                                if (!r.reply) ex.respond(strata::http::error_response(502, r.failure));
+                                else ex.respond(strata::http::response(200, std::move(r.reply->body)));
+                            });
         });
-        // The gateway's work inside a local GET as an HTTP worker thread does it.
+        // The gateway's work inside a local GET as the I/O thread's handler does it.
         std::mutex in_handler_mutex;
         std::vector<double> in_handler;
-        server_a.get().Get(R"(/timed/(.+))", [&](const httplib::Request& req, httplib::Response& res) {
+        server_a.get().route_inline(verb::get, "/timed/{*}", [&](const strata::http::exchange& ex) {
             const auto start = clock_type::now();
-            gate_a.get("totals", req.matches[1].str(), gw::request_options{}).write_to(res);
+            strata::http::response res = gate_a.get("totals", ex.capture(0), gw::request_options{}).to_response();
             const double us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count();
             const std::lock_guard lock(in_handler_mutex);
             in_handler.push_back(us);
+            return res;
         });
-        constant.get().Get(R"(/strata/stores/([^/]+)/keys/(.+))", [&](const httplib::Request&, httplib::Response& res) {
-            res.set_content(fixed, "application/json");
-        });
+        constant.get().route_inline(verb::get, "/strata/stores/{}/keys/{*}",
+                                    [&](const strata::http::exchange&) { return strata::http::response(200, fixed); });
         server_a.start();
         server_b.start();
         constant.start();
@@ -212,9 +201,7 @@ int main(int argc, char** argv) {
         // Settle: both instances run partitions, and every key answers from a.
         std::vector<std::string> local, remote;  // keys a runs, keys b runs
         const auto deadline = clock_type::now() + std::chrono::seconds(120);
-        httplib::Client to_a("127.0.0.1", server_a.port());
-        to_a.set_keep_alive(true);
-        to_a.set_tcp_nodelay(true);
+        strata::http::client to_a;
         for (;;) {
             local.clear();
             remote.clear();
@@ -222,8 +209,8 @@ int main(int argc, char** argv) {
             if (const auto md = a.metadata(); md && md->instances().size() == 2) {
                 for (std::int64_t i = 0; i < o.keys && all; i += std::max<std::int64_t>(o.keys / 200, 1)) {
                     const std::string k = key_of(i);
-                    const auto r = to_a.Get("/strata/stores/totals/keys/" + k);
-                    all = r && r->status == 200 && json::parse(r->body)["value"] == i;
+                    const auto r = to_a.get(at(server_a.port()), "/strata/stores/totals/keys/" + k);
+                    all = r.reply && r.reply->status == 200 && json::parse(r.reply->body)["value"] == i;
                     (md->for_key(k).active == "a" ? local : remote).push_back(k);
                 }
             } else {
@@ -236,21 +223,18 @@ int main(int argc, char** argv) {
 
         struct kind {
             const char* name;
-            httplib::Client client;
+            std::string endpoint;
             const std::vector<std::string>* keys;
             std::vector<double> p50, p99;  // per repetition, µs
+            strata::http::client client{};  // its own keep-alive connection
         };
         const std::vector<std::string> any{key_of(1234)};
-        kind kinds[] = {{"constant", httplib::Client("127.0.0.1", constant.port()), &any, {}, {}},
-                        {"constant on a", httplib::Client("127.0.0.1", server_a.port()), &any, {}, {}},
-                        {"local, timed inside", httplib::Client("127.0.0.1", server_a.port()), &local, {}, {}},
-                        {"local", httplib::Client("127.0.0.1", server_a.port()), &local, {}, {}},
-                        {"forwarded", httplib::Client("127.0.0.1", server_a.port()), &remote, {}, {}},
-                        {"constant, relayed", httplib::Client("127.0.0.1", server_a.port()), &any, {}, {}}};
-        for (kind& k : kinds) {
-            k.client.set_keep_alive(true);
-            k.client.set_tcp_nodelay(true);
-        }
+        kind kinds[] = {{"constant", at(constant.port()), &any, {}, {}},
+                        {"constant on a", at(server_a.port()), &any, {}, {}},
+                        {"local, timed inside", at(server_a.port()), &local, {}, {}},
+                        {"local", at(server_a.port()), &local, {}, {}},
+                        {"forwarded", at(server_a.port()), &remote, {}, {}},
+                        {"constant, relayed", at(server_a.port()), &any, {}, {}}};
         constexpr std::int64_t block = 500;
         for (int rep = 0; rep <= o.reps; ++rep) {  // rep 0 warms up
             std::vector<double> lat[std::size(kinds)];
@@ -260,12 +244,13 @@ int main(int argc, char** argv) {
                     for (std::int64_t i = 0; i < block; ++i) {
                         const std::string& key = (*kd.keys)[static_cast<std::size_t>(done + i) % kd.keys->size()];
                         const auto start = clock_type::now();
-                        const auto r = kd.client.Get(k == 1   ? std::string("/constant")
-                                                     : k == 2 ? "/timed/" + key
-                                                     : k == 5 ? "/relay/" + key
-                                                              : "/strata/stores/totals/keys/" + key);
+                        const auto r = kd.client.get(kd.endpoint, k == 1   ? std::string("/constant")
+                                                                  : k == 2 ? "/timed/" + key
+                                                                  : k == 5 ? "/relay/" + key
+                                                                           : "/strata/stores/totals/keys/" + key);
                         const double us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count();
-                        if (!r || r->status != 200) throw std::runtime_error(std::string(kd.name) + " GET failed");
+                        if (!r.reply || r.reply->status != 200)
+                            throw std::runtime_error(std::string(kd.name) + " GET failed: " + r.failure);
                         lat[k].push_back(us);
                     }
                 }

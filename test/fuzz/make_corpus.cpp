@@ -300,6 +300,24 @@ void codec_seeds() {
                                                  {1, std::nullopt}});
 }
 
+// ------------------------------------------------------------------- http --
+
+void http_seeds() {
+    const std::pair<const char*, const char*> requests[] = {
+        {"key-read", "GET /strata/stores/totals/keys/a%2Fb?allow_standby=true&max_lag=10 HTTP/1.1\r\nHost: x\r\n\r\n"},
+        {"query", "GET /strata/stores/s/partitions/3/queries/by%20city?city=Z%C3%BCrich&x=1&x=2 HTTP/1.1\r\n"
+                  "Host: x\r\nX-Strata-Forwarded: a\r\n\r\n"},
+        {"put", "PUT /objects/obj-1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Type: "
+                "application/json\r\nContent-Length: 17\r\n\r\n{\"state\": \"down\"}"},
+        {"chunked", "PUT /objects/o HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"},
+        {"not-allowed", "POST /objects/x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"},
+        {"throws", "GET /throws/%FF%FE HTTP/1.0\r\n\r\n"},
+        {"drops", "HEAD /drops HTTP/1.1\r\nHost: x\r\n\r\n"},
+        {"no-route", "DELETE /nothing?%zz=%2 HTTP/1.1\r\nHost: x\r\n\r\n"},
+    };
+    for (const auto& [name, text] : requests) write("http_fuzz", name, bytes_of(text));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -314,5 +332,6 @@ int main(int argc, char** argv) {
     log_metadata_seeds();
     checkpoint_seeds();
     codec_seeds();
+    http_seeds();
     return 0;
 }

@@ -13,7 +13,8 @@
 #include <strata/runtime/application.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
-#include <httplib.h>
+#include <strata/http/client.hpp>
+#include <strata/http/server.hpp>
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -27,29 +28,37 @@ using json = nlohmann::json;
 
 namespace {
 
-/// An HTTP server on 127.0.0.1 and a port the kernel picked, listening on a thread.
+/// An HTTP server on 127.0.0.1 and a port the kernel picked: bound first
+/// (the application names it as its endpoint), started with the routes.
 class http_server {
 public:
-    // Nagle off before binding: accepted sockets inherit it from the listening one.
-    http_server() : port_(server_.set_tcp_nodelay(true).bind_to_any_port("127.0.0.1")) { REQUIRE(port_ > 0); }
-    ~http_server() { stop(); }
-    void start() {
-        thread_ = std::thread([this] { server_.listen_after_bind(); });
-        while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    void stop() {
-        server_.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-    [[nodiscard]] httplib::Server& server() noexcept { return server_; }
-    [[nodiscard]] std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-    [[nodiscard]] int port() const noexcept { return port_; }
+    http_server() : server_(options()) {}
+    void start(strata::http::router r) { server_.start(std::move(r)); }
+    void stop() { server_.stop(); }
+    [[nodiscard]] std::string endpoint() const { return server_.endpoint(); }
+    [[nodiscard]] int port() const noexcept { return server_.port(); }
 
 private:
-    httplib::Server server_;
-    int port_;
-    std::thread thread_;
+    static strata::http::server_options options() {
+        strata::http::server_options o;
+        o.io_threads = 2;
+        o.body_limit = 64 * 1024;
+        return o;
+    }
+    strata::http::server server_;
 };
+
+/// The tests' client (threads of its own), with a generous timeout.
+strata::http::client& client() {
+    static strata::http::client c([] {
+        strata::http::client_options o;
+        o.request_timeout = std::chrono::seconds(10);
+        return o;
+    }());
+    return c;
+}
+
+std::string at(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 struct reply {
     int code = 0;
@@ -58,11 +67,10 @@ struct reply {
 };
 
 reply get(int port, const std::string& path) {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(std::chrono::seconds(10));
-    const httplib::Result r = c.Get(path);
-    REQUIRE(r);
-    reply out{r->status, json::parse(r->body, nullptr, false), r->has_header("Retry-After")};
+    const strata::http::client_result r = client().get(at(port), path);
+    INFO(r.failure);
+    REQUIRE(r.reply);
+    reply out{r.reply->status, json::parse(r.reply->body, nullptr, false), r.reply->retry_after.has_value()};
     REQUIRE_FALSE(out.body.is_discarded());
     return out;
 }
@@ -124,10 +132,11 @@ struct two_instances {
           gate_a(a), gate_b(b) {
         serve(gate_a);
         serve(gate_b);
-        gate_a.mount(server_a.server());
-        gate_b.mount(server_b.server());
-        server_a.start();
-        server_b.start();
+        strata::http::router ra, rb;
+        gate_a.add_routes(ra);
+        gate_b.add_routes(rb);
+        server_a.start(std::move(ra));
+        server_b.start(std::move(rb));
     }
 
     http_server server_a, server_b;  // first: the applications take their endpoints
@@ -296,15 +305,13 @@ struct raw_reply {
 
 raw_reply send(int port, const std::string& method, const std::string& path, const std::string& body = {},
                const std::string& content_type = "application/json") {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(std::chrono::seconds(10));
-    c.set_write_timeout(std::chrono::seconds(10));
-    httplib::Result r = method == "GET"    ? c.Get(path)
-                        : method == "POST" ? c.Post(path, body, content_type.c_str())
-                        : method == "PUT"  ? c.Put(path, body, content_type.c_str())
-                                           : c.Delete(path);
-    if (!r) return {};
-    return {r->status, r->body, json::parse(r->body, nullptr, false), r->get_header_value("Content-Type")};
+    using strata::http::beast_http::verb;
+    const verb v = method == "GET" ? verb::get : method == "POST" ? verb::post : method == "PUT" ? verb::put : verb::delete_;
+    strata::http::header_list headers;
+    if (!body.empty()) headers.emplace_back("Content-Type", content_type);
+    const strata::http::client_result r = client().request(v, at(port), path, headers, body);
+    if (!r.reply) return {};
+    return {r.reply->status, r.reply->body, json::parse(r.reply->body, nullptr, false), r.reply->content_type};
 }
 
 /// The one error body every 4xx and 5xx has: a JSON object with a string
@@ -413,12 +420,13 @@ TEST_CASE("gateway: every error (the HTTP server's own too) has the JSON error b
                                                               stores(), counting{});
     gw::gateway gate(app);
     serve(gate);
-    gate.mount(server.server());
+    strata::http::router routes;
+    gate.add_routes(routes);
     // A route of the user's own that fails: the server's exception path.
-    server.server().Get("/fails", [](const httplib::Request&, httplib::Response&) {
+    routes.route_inline(strata::http::beast_http::verb::get, "/fails", [](const strata::http::exchange&) -> strata::http::response {
         throw std::runtime_error("the handler failed");
     });
-    server.start();
+    server.start(std::move(routes));
     const int port = server.port();
 
     require_error_body(send(port, "GET", "/no/such/route"), 404, "not_found");
@@ -426,7 +434,7 @@ TEST_CASE("gateway: every error (the HTTP server's own too) has the JSON error b
     require_error_body(send(port, "GET", "/strata/stores/counts/all?limit=0"), 400, "bad_request");
     require_error_body(send(port, "GET", "/strata/stores/counts/keys/" + std::string(10'000, 'k')), 414, "uri_too_long");
     require_error_body(send(port, "POST", "/strata/stores/counts/keys/k1", "{}"), 405, "method_not_allowed");
-    require_error_body(send(port, "POST", "/strata/instances", std::string(9'000, 'x'), "application/x-www-form-urlencoded"),
+    require_error_body(send(port, "POST", "/strata/instances", std::string(100'000, 'x'), "application/x-www-form-urlencoded"),
                        413, "body_too_large");
     const raw_reply failed = send(port, "GET", "/fails");
     require_error_body(failed, 500, "internal_error");

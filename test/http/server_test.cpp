@@ -181,6 +181,14 @@ TEST_CASE("http server: routes by method and pattern, decodes captures, and answ
     CHECK(status_of(head) == 200);
     CHECK(head.find("Content-Length: 13") != std::string::npos);  // {"hello":"x"}
     CHECK(head.substr(head.find("\r\n\r\n") + 4).empty());
+
+    // Stopped, it closes its connections and refuses new ones.
+    s.stop();
+    CHECK(sock.receive(1s).empty());
+    CHECK(sock.closed);
+    const h::client_result after = own.get(at, "/hello/x");
+    CHECK_FALSE(after.reply);
+    CHECK_THAT(after.failure, Catch::Contains("connect"));
 }
 
 TEST_CASE("http server: requests beyond its limits, or not HTTP, get a JSON error and the connection closes",

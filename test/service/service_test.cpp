@@ -15,7 +15,7 @@
 
 #include <strata/runtime/task.hpp>
 
-#include <httplib.h>
+#include <strata/http/client.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -56,32 +56,44 @@ struct reply {
     json body;
 };
 
-/// A keep-alive HTTP client of one instance.
+/// The tests' HTTP client (threads of its own, keep-alive connections).
+strata::http::client& http_client() {
+    static strata::http::client c([] {
+        strata::http::client_options o;
+        o.connect_timeout = std::chrono::seconds(2);
+        o.request_timeout = std::chrono::seconds(10);
+        return o;
+    }());
+    return c;
+}
+
+using verb = strata::http::beast_http::verb;
+
+/// A request to the instance at `port`; `auth` adds the token's header.
+strata::http::client_result send(int port, verb method, const std::string& path, const std::string& body = {},
+                                 bool auth = true, const std::string& content_type = "application/json") {
+    strata::http::header_list headers;
+    if (auth) headers.emplace_back("Authorization", "Bearer " + token);
+    if (!body.empty()) headers.emplace_back("Content-Type", content_type);
+    return http_client().request(method, "127.0.0.1:" + std::to_string(port), path, std::move(headers), body);
+}
+
+/// A client of one instance.
 class api_client {
 public:
-    explicit api_client(int port) : client_("127.0.0.1", port) {
-        client_.set_keep_alive(true);
-        client_.set_tcp_nodelay(true);
-        client_.set_connection_timeout(std::chrono::seconds(2));
-        client_.set_read_timeout(std::chrono::seconds(10));
-    }
-    reply get(const std::string& path) { return wrap(client_.Get(path)); }
+    explicit api_client(int port) : port_(port) {}
+    reply get(const std::string& path) { return wrap(send(port_, verb::get, path, {}, false)); }
     reply put(const std::string& path, const std::string& body, bool authorized = true) {
-        return wrap(client_.Put(path, headers(authorized), body, "application/json"));
+        return wrap(send(port_, verb::put, path, body, authorized));
     }
-    reply del(const std::string& path, bool authorized = true) { return wrap(client_.Delete(path, headers(authorized))); }
+    reply del(const std::string& path, bool authorized = true) { return wrap(send(port_, verb::delete_, path, {}, authorized)); }
 
 private:
-    static httplib::Headers headers(bool authorized) {
-        if (!authorized) return {};
-        return {{"Authorization", "Bearer " + token}};
+    static reply wrap(const strata::http::client_result& r) {
+        if (!r.reply) return {};
+        return reply{r.reply->status, json::parse(r.reply->body, nullptr, false)};
     }
-    static reply wrap(const httplib::Result& r) {
-        if (!r) return {};
-        reply out{r->status, json::parse(r->body, nullptr, false)};
-        return out;
-    }
-    httplib::Client client_;
+    int port_;
 };
 
 /// The test's own majority vote, written apart from the service's: per
@@ -441,12 +453,13 @@ namespace {
 
 /// The one error body every 4xx and 5xx has: a JSON object with a string
 /// "status" and a non-empty string "error".
-void require_error_body(const httplib::Result& r, int code, const std::string& status) {
-    REQUIRE(r);
-    INFO("HTTP " << r->status << " body [" << r->body.substr(0, 300) << "]");
-    REQUIRE(r->status == code);
-    REQUIRE(r->get_header_value("Content-Type") == "application/json");
-    const json body = json::parse(r->body, nullptr, false);
+void require_error_body(const strata::http::client_result& r, int code, const std::string& status) {
+    INFO(r.failure);
+    REQUIRE(r.reply);
+    INFO("HTTP " << r.reply->status << " body [" << r.reply->body.substr(0, 300) << "]");
+    REQUIRE(r.reply->status == code);
+    REQUIRE(r.reply->content_type == "application/json");
+    const json body = json::parse(r.reply->body, nullptr, false);
     REQUIRE(body.is_object());
     CHECK(body.value("status", "") == status);
     REQUIRE(body.contains("error"));
@@ -456,11 +469,10 @@ void require_error_body(const httplib::Result& r, int code, const std::string& s
 
 /// A sample of a metric in an instance's GET /metrics (0 when absent).
 double metric(int port, const std::string& name) {
-    httplib::Client c("127.0.0.1", port);
-    const httplib::Result r = c.Get("/metrics");
-    REQUIRE(r);
-    REQUIRE(r->status == 200);
-    std::istringstream lines(r->body);
+    const strata::http::client_result r = send(port, verb::get, "/metrics", {}, false);
+    REQUIRE(r.reply);
+    REQUIRE(r.reply->status == 200);
+    std::istringstream lines(r.reply->body);
     for (std::string line; std::getline(lines, line);)
         if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
     return 0;
@@ -476,10 +488,6 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
     for (const char* id : {"a", "b"}) c.start(id);
     c.await_assignment({"a", "b"});
     const int port = c.at("a").port;
-    httplib::Client client("127.0.0.1", port);
-    client.set_read_timeout(std::chrono::seconds(10));
-    client.set_write_timeout(std::chrono::seconds(10));
-    const httplib::Headers auth{{"Authorization", "Bearer " + token}};
 
     // Objects to page through, written through the API.
     std::set<std::string> objects;
@@ -494,27 +502,26 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
     const std::int64_t before = c.reports_written();
 
     // Refused, each with the JSON error body, and nothing reaches the topic.
-    const httplib::Result not_utf8 = client.Put("/objects/obj-%FF%FE", auth, R"({"state": "down"})", "application/json");
+    const strata::http::client_result not_utf8 = send(port, verb::put, "/objects/obj-%FF%FE", R"({"state": "down"})");
     require_error_body(not_utf8, 400, "bad_request");
-    CHECK(json::parse(not_utf8->body)["error"].get<std::string>().find("UTF-8") != std::string::npos);
-    require_error_body(client.Delete("/objects/obj-%C3%28", auth), 400, "bad_request");
-    require_error_body(client.Put("/objects/" + std::string(257, 'i'), auth, R"({"state": "down"})", "application/json"),
-                       400, "bad_request");
-    require_error_body(client.Put("/objects/" + std::string(10'000, 'i'), auth, R"({"state": "down"})", "application/json"),
-                       414, "uri_too_long");
-    require_error_body(client.Put("/objects/x", auth, std::string(10'000'000, ' '), "application/json"), 413,
-                       "body_too_large");
-    require_error_body(client.Put("/objects/x", auth, std::string(9'000, 'x'), "application/x-www-form-urlencoded"), 413,
-                       "body_too_large");
-    require_error_body(client.Put("/objects/x", auth, R"({"state": ")" + std::string(5'000, 'x') + R"("})", "application/json"),
+    CHECK(json::parse(not_utf8.reply->body)["error"].get<std::string>().find("UTF-8") != std::string::npos);
+    require_error_body(send(port, verb::delete_, "/objects/obj-%C3%28"), 400, "bad_request");
+    require_error_body(send(port, verb::put, "/objects/" + std::string(257, 'i'), R"({"state": "down"})"), 400,
+                       "bad_request");
+    require_error_body(send(port, verb::put, "/objects/" + std::string(10'000, 'i'), R"({"state": "down"})"), 414,
+                       "uri_too_long");
+    require_error_body(send(port, verb::put, "/objects/x", std::string(10'000'000, ' ')), 413, "body_too_large");
+    require_error_body(send(port, verb::put, "/objects/x", std::string(9'000, 'x'), true,
+                            "application/x-www-form-urlencoded"),
                        413, "body_too_large");
-    require_error_body(client.Put("/objects/x", auth, R"({"state": "down", "agent": ")" + std::string(300, 'a') + R"("})",
-                                  "application/json"),
+    require_error_body(send(port, verb::put, "/objects/x", R"({"state": ")" + std::string(5'000, 'x') + R"("})"), 413,
+                       "body_too_large");
+    require_error_body(send(port, verb::put, "/objects/x", R"({"state": "down", "agent": ")" + std::string(300, 'a') + R"("})"),
                        400, "bad_request");
-    require_error_body(client.Post("/objects/x", auth, R"({"state": "down"})", "application/json"), 405,
-                       "method_not_allowed");
-    require_error_body(client.Get("/no/such/page"), 404, "not_found");
-    require_error_body(client.Get("/objects/obj-%FF"), 400, "bad_request");
+    const strata::http::client_result post = send(port, verb::post, "/objects/x", R"({"state": "down"})");
+    require_error_body(post, 405, "method_not_allowed");
+    require_error_body(send(port, verb::get, "/no/such/page", {}, false), 404, "not_found");
+    require_error_body(send(port, verb::get, "/objects/obj-%FF", {}, false), 400, "bad_request");
     CHECK(c.reports_written() == before);
 
     // Another producer (or an older version of the service) wrote a report
@@ -540,7 +547,7 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
         }
         CHECK(seen == objects);
         // A read of the object answers a JSON error on every instance.
-        require_error_body(httplib::Client("127.0.0.1", c.at(id).port).Get("/objects/obj-%FF%FE-bad"), 400, "bad_request");
+        require_error_body(send(c.at(id).port, verb::get, "/objects/obj-%FF%FE-bad", {}, false), 400, "bad_request");
     }
     CHECK(metric(c.at("a").port, "strata_gateway_unrenderable_records_total") +
               metric(c.at("b").port, "strata_gateway_unrenderable_records_total") >=

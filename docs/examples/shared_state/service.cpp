@@ -39,7 +39,9 @@
 #include <strata/stores/hash_map_store.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
-#include <httplib.h>
+#include <strata/http/client.hpp>
+#include <strata/http/server.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -49,6 +51,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -60,6 +63,7 @@ namespace {
 using json = nlohmann::json;
 namespace rt = strata::runtime;
 namespace gw = strata::gateway;
+namespace http = strata::http;
 using shared_state::decided_state;
 using shared_state::object_reports;
 using shared_state::report;
@@ -272,54 +276,41 @@ public:
         gateway_.template serve_kv<1>("states");
     }
 
-    void mount(httplib::Server& server) {
-        gateway_.mount(server);  // /strata/...: the routes other instances forward to
-        // A body over --max-body is refused by check_write with the figures;
-        // one over 16 times that is refused by the server before it is read
-        // (a 413 with the same JSON error body, from the gateway's error handler).
-        server.set_payload_max_length(s_->max_body * 16);
-        server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-            res.set_content(shared_state::status_page, "text/html; charset=utf-8");
+    /// The service's routes, and the gateway's under /strata. A path with
+    /// a method it does not answer is a 405 with Allow (strata::http::router).
+    void add_routes(http::router& r) {
+        using verb = http::beast_http::verb;
+        gateway_.add_routes(r);  // /strata/...: the routes other instances forward to
+        r.route_inline(verb::get, "/", [](const http::exchange&) {
+            return http::response(200, shared_state::status_page, "text/html; charset=utf-8");
         });
-        server.Get(R"(/objects/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-            guarded(res, [&] { return get_object(req, req.matches[1].str()); });
+        // Reads may wait for a position and writes for the broker: the work pool.
+        r.route_blocking(verb::get, "/objects/{*}", [this](const http::exchange& ex) {
+            return guarded([&] { return get_object(ex.req(), ex.capture(0)); });
         });
-        server.Get("/objects", [this](const httplib::Request& req, httplib::Response& res) {
-            guarded(res, [&] { return list_objects(req); });
+        r.route_blocking(verb::get, "/objects", [this](const http::exchange& ex) {
+            return guarded([&] { return list_objects(ex.req()); });
         });
-        server.Put(R"(/objects/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-            guarded(res, [&] { return put_object(req, req.matches[1].str()); });
+        r.route_blocking(verb::put, "/objects/{*}", [this](const http::exchange& ex) {
+            return guarded([&] { return put_object(ex.req(), ex.capture(0)); });
         });
-        server.Delete(R"(/objects/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-            guarded(res, [&] { return delete_object(req, req.matches[1].str()); });
+        r.route_blocking(verb::delete_, "/objects/{*}", [this](const http::exchange& ex) {
+            return guarded([&] { return delete_object(ex.req(), ex.capture(0)); });
         });
-        // The other methods on the objects' routes: 405, with what is allowed.
-        const auto not_allowed = [](const char* allow) {
-            return [allow](const httplib::Request& req, httplib::Response& res) {
-                gw::error_answer(405, "method_not_allowed", req.method + " is not allowed here; " + allow + " are")
-                    .write_to(res);
-                res.set_header("Allow", allow);
-            };
-        };
-        server.Post(R"(/objects/(.+))", not_allowed("GET, PUT, DELETE"));
-        server.Patch(R"(/objects/(.+))", not_allowed("GET, PUT, DELETE"));
-        server.Post("/objects", not_allowed("GET"));
-        server.Put("/objects", not_allowed("GET"));
-        server.Patch("/objects", not_allowed("GET"));
-        server.Delete("/objects", not_allowed("GET"));
-        server.Get("/instances", [this](const httplib::Request&, httplib::Response& res) {
-            gateway_.instances().write_to(res);
+        r.route_inline(verb::get, "/instances", [this](const http::exchange&) {
+            return gateway_.instances().to_response();
         });
-        server.Get("/tasks", [this](const httplib::Request&, httplib::Response& res) { tasks().write_to(res); });
-        server.Get("/overview", [this](const httplib::Request&, httplib::Response& res) { overview().write_to(res); });
-        server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        r.route_inline(verb::get, "/tasks", [this](const http::exchange&) { return tasks().to_response(); });
+        r.route_blocking(verb::get, "/overview", [this](const http::exchange&) { return overview().to_response(); });
+        r.route_inline(verb::get, "/metrics", [this](const http::exchange&) {
             app_->metrics().gauge_for("shared_state_invalid_reports_total", "Reports that were not valid JSON reports")
                 .set(static_cast<double>(invalid_->load()));
-            res.set_content(strata::metrics::to_prometheus(app_->metrics()), "text/plain; version=0.0.4");
+            return http::response(200, strata::metrics::to_prometheus(app_->metrics()), "text/plain; version=0.0.4");
         });
-        server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+        r.route_inline(verb::get, "/health", [this](const http::exchange&) {
             const bool up = app_->metadata() != nullptr;
-            gw::answer{up ? 200 : 503, json{{"status", up ? "ok" : "starting"}, {"instance", s_->instance}}}.write_to(res);
+            return gw::answer{up ? 200 : 503, json{{"status", up ? "ok" : "starting"}, {"instance", s_->instance}}}
+                .to_response();
         });
     }
 
@@ -331,7 +322,7 @@ private:
     }
 
     template <class Work>
-    static void guarded(httplib::Response& res, Work&& work) {
+    static http::response guarded(Work&& work) {
         gw::answer a;
         try {
             a = work();
@@ -340,11 +331,11 @@ private:
         } catch (const std::exception& e) {
             a = gw::error_answer(503, "unavailable", e.what(), true);
         }
-        a.write_to(res);
+        return a.to_response();
     }
 
     /// GET /objects/{id}[?position=N&wait_ms=N][&allow_standby=true&max_lag=N]
-    gw::answer get_object(const httplib::Request& req, const std::string& id) {
+    gw::answer get_object(const http::request& req, const std::string& id) {
         gw::answer a = gateway_.get("states", id, gw::request_options::from(req, gateway_.options()));
         a.parsed();  // a forwarded answer comes raw
         if (a.code == 200) a.body = object_json(a.body);
@@ -353,7 +344,7 @@ private:
     }
 
     /// GET /objects[?limit=N&cursor=C]: every object once, page by page.
-    gw::answer list_objects(const httplib::Request& req) {
+    gw::answer list_objects(const http::request& req) {
         gw::answer a = gateway_.scan("states", false, gw::page_request::parse(req, gateway_.options()),
                                      gw::request_options::from(req, gateway_.options()));
         if (a.code != 200) return a;
@@ -363,9 +354,9 @@ private:
     }
 
     /// PUT /objects/{id} {"state": "...", "agent": "..."(optional, default "operator")}
-    gw::answer put_object(const httplib::Request& req, const std::string& id) {
+    gw::answer put_object(const http::request& req, const std::string& id) {
         if (std::optional<gw::answer> refused = check_write(req, id)) return *refused;
-        const json body = json::parse(req.body, nullptr, false);
+        const json body = json::parse(req.body(), nullptr, false);
         if (body.is_discarded() || !body.is_object())
             return gw::error_answer(400, "bad_request", "the body must be a JSON object like {\"state\": \"ok\"}");
         if (!body.contains("state") || !body["state"].is_string())
@@ -388,7 +379,7 @@ private:
     }
 
     /// DELETE /objects/{id}: forgets every report on the object so far.
-    gw::answer delete_object(const httplib::Request& req, const std::string& id) {
+    gw::answer delete_object(const http::request& req, const std::string& id) {
         if (std::optional<gw::answer> refused = check_write(req, id)) return *refused;
         report r;
         r.agent = "operator";
@@ -412,12 +403,12 @@ private:
     /// or an id that could not be read back. Every id the API writes can be
     /// answered as JSON: a JSON string holds only UTF-8, and an id that is
     /// not would be kept, voted on, and then fail every answer that names it.
-    std::optional<gw::answer> check_write(const httplib::Request& req, const std::string& id) const {
-        if (!s_->token.empty() && req.get_header_value("Authorization") != "Bearer " + s_->token)
+    std::optional<gw::answer> check_write(const http::request& req, const std::string& id) const {
+        if (!s_->token.empty() && req.header("Authorization") != "Bearer " + s_->token)
             return gw::error_answer(401, "unauthorized", "writes need the header Authorization: Bearer <token>");
-        if (req.body.size() > s_->max_body)
+        if (req.body().size() > s_->max_body)
             return gw::error_answer(413, "body_too_large",
-                                    "the body has " + std::to_string(req.body.size()) + " bytes; at most " +
+                                    "the body has " + std::to_string(req.body().size()) + " bytes; at most " +
                                         std::to_string(s_->max_body) + " are accepted");
         if (!gw::valid_utf8(id))
             return gw::error_answer(400, "bad_request",
@@ -452,7 +443,7 @@ private:
     }
 
     /// GET /overview: the metadata, with every instance's tasks asked of it.
-    gw::answer overview() const {
+    gw::answer overview() {
         gw::answer a = gateway_.instances();
         if (a.code != 200) return a;
         a.body["application"] = s_->app;
@@ -462,17 +453,9 @@ private:
                 i["tasks"] = tasks().body["tasks"];
                 continue;
             }
-            try {
-                const auto [host, port] = gw::split_endpoint(endpoint);
-                httplib::Client c(host, port);
-                c.set_connection_timeout(std::chrono::milliseconds(300));
-                c.set_read_timeout(std::chrono::milliseconds(500));
-                const httplib::Result r = c.Get("/tasks");
-                if (!r) i["error"] = httplib::to_string(r.error());
-                else i["tasks"] = json::parse(r->body, nullptr, false).value("tasks", json::array());
-            } catch (const std::exception& e) {
-                i["error"] = e.what();
-            }
+            const http::client_result r = peers_.get(endpoint, "/tasks");
+            if (!r.reply) i["error"] = r.failure;
+            else i["tasks"] = json::parse(r.reply->body, nullptr, false).value("tasks", json::array());
         }
         return a;
     }
@@ -482,6 +465,12 @@ private:
     gw::gateway<App> gateway_;
     report_writer writer_;
     std::shared_ptr<std::atomic<std::int64_t>> invalid_;
+    http::client peers_{[] {  // for the overview: other instances' tasks, or why not
+        http::client_options o;
+        o.connect_timeout = std::chrono::milliseconds(300);
+        o.request_timeout = std::chrono::milliseconds(500);
+        return o;
+    }()};
 };
 // [api]
 
@@ -550,14 +539,25 @@ int main(int argc, char** argv) {
             std::cout << "started task=" << t.id() << " restored_records=" << tl.records_restored
                       << " restore_ms=" << (tl.restored_ms - tl.assigned_ms) << std::endl;
         });
-        api<decltype(app)> http(app, s, invalid);
-        httplib::Server server;
-        http.mount(server);
-        if (!server.bind_to_port(s.listen, s.port)) {
-            std::cerr << "shared_state_service: cannot listen on " << s.listen << ":" << s.port << "\n";
+        api<decltype(app)> service(app, s, invalid);
+        // A body over --max-body is refused by check_write with the figures;
+        // one over 16 times that is refused by the server before it is read
+        // (a 413 with the same JSON error body).
+        http::server_options so;
+        so.host = s.listen;
+        so.port = static_cast<std::uint16_t>(s.port);
+        so.body_limit = s.max_body * 16;
+        std::unique_ptr<http::server> server;
+        try {
+            server = std::make_unique<http::server>(so);
+        } catch (const std::exception& e) {
+            std::cerr << "shared_state_service: cannot listen on " << s.listen << ":" << s.port << ": " << e.what()
+                      << "\n";
             return 1;
         }
-        std::thread serving([&] { server.listen_after_bind(); });
+        http::router routes;
+        service.add_routes(routes);
+        server->start(std::move(routes));
         std::signal(SIGINT, on_stop_signal);
         std::signal(SIGTERM, on_stop_signal);
         std::thread watcher([&] {
@@ -573,8 +573,7 @@ int main(int argc, char** argv) {
         }
         stop_requested = true;
         watcher.join();
-        server.stop();
-        serving.join();
+        server->stop();
         if (failure) std::rethrow_exception(failure);
         std::cout << "stopped instance=" << s.instance << std::endl;
     } catch (const std::exception& e) {

@@ -7,14 +7,22 @@
 /// standby within a lag bound). Scans of all keys and named queries over
 /// custom stores are gathered from every partition, page by page.
 ///
-///     httplib::Server server;
 ///     strata::gateway::gateway gw(app);
 ///     gw.serve_kv<0>("totals");                               // a key-value store
 ///     gw.serve_query<1>("orders", "by_city", [](const auto& store, const strata::gateway::query_args& a) {
 ///         return nlohmann::json(store.query([&](const orders_db& db) { return db.count_in(a.at("city")); }));
 ///     });
-///     gw.mount(server);
-///     server.listen("127.0.0.1", 8080);                       // the port of application_config::endpoint
+///     strata::http::server_options o;
+///     o.port = 8080;                                          // the port of application_config::endpoint
+///     auto server = gw.serve(o);                              // serves until destroyed
+///
+/// Or, to add routes of one's own, or to bind before the application is
+/// made (a port the kernel picks, for application_config::endpoint):
+///
+///     strata::http::server server(o);                         // bound; server.endpoint() is known
+///     strata::http::router routes;
+///     gw.add_routes(routes);
+///     server.start(std::move(routes));
 ///
 /// Routes, under `gateway_options::prefix` (default "/strata"):
 ///
@@ -31,6 +39,14 @@
 /// reflect) with `wait_ms=N`. How each query status maps onto HTTP is in
 /// http.hpp (`not_answered`). An instance that cannot reach the owner answers
 /// 503 with "status": "owner_unreachable" and the owner and endpoint it tried.
+///
+/// Where each route's work runs (strata/http/router.hpp): a key read is
+/// answered on the server's I/O thread when the key is here (a lookup under
+/// the task's lock, which the processing thread holds for one record at a
+/// time or for a commit's flush) and forwarded asynchronously when it is
+/// not, so neither holds a thread; a read that waits for a position, scans
+/// (gathered from every partition, some of them forwarded) and named
+/// queries (user code) run on the server's work pool.
 
 #include <strata/core/concepts.hpp>
 #include <strata/gateway/http.hpp>
@@ -39,7 +55,9 @@
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/queries.hpp>
 
-#include <httplib.h>
+#include <strata/http/router.hpp>
+#include <strata/http/server.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -47,6 +65,7 @@
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -81,12 +100,12 @@ struct request_options {
     std::string authorization{};  ///< the Authorization header, passed on when forwarding
 
     /// @throws bad_request a parameter that does not parse
-    static request_options from(const httplib::Request& req, const gateway_options& o) {
+    static request_options from(const http::request& req, const gateway_options& o) {
         request_options r;
         r.forwarded = req.has_header(forwarded_header);
-        r.authorization = req.get_header_value("Authorization");
+        r.authorization = std::string(req.header("Authorization"));
         if (req.has_param("allow_standby")) {
-            const std::string v = req.get_param_value("allow_standby");
+            const std::string v = req.param("allow_standby");
             r.read.allow_standby = v.empty() || v == "true" || v == "1";
         }
         if (req.has_param("max_lag")) r.read.max_standby_lag = number(req, "max_lag");
@@ -110,8 +129,8 @@ struct request_options {
 
     static constexpr const char* forwarded_header = "X-Strata-Forwarded";
 
-    static std::int64_t number(const httplib::Request& req, const char* name) {
-        const std::string v = req.get_param_value(name);
+    static std::int64_t number(const http::request& req, const char* name) {
+        const std::string v = req.param(name);
         std::int64_t n = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
         if (ec != std::errc() || end != v.data() + v.size())
@@ -321,7 +340,7 @@ struct page_request {
     }
 
     /// @throws bad_request a limit out of bounds, a cursor that is not one
-    static page_request parse(const httplib::Request& req, const gateway_options& o) {
+    static page_request parse(const http::request& req, const gateway_options& o) {
         page_request r;
         r.limit = o.default_page_size;
         if (req.has_param("limit")) {
@@ -330,11 +349,11 @@ struct page_request {
                 throw bad_request("limit must be between 1 and " + std::to_string(o.max_page_size));
             r.limit = static_cast<std::size_t>(n);
         }
-        if (req.has_param("from")) r.from = req.get_param_value("from");
-        if (req.has_param("to")) r.to = req.get_param_value("to");
-        if (req.has_param("cursor")) parse_cursor(req.get_param_value("cursor"), r);
+        if (req.has_param("from")) r.from = req.param("from");
+        if (req.has_param("to")) r.to = req.param("to");
+        if (req.has_param("cursor")) parse_cursor(req.param("cursor"), r);
         if (req.has_param("after")) {
-            json a = json::parse(req.get_param_value("after"), nullptr, false);
+            json a = json::parse(req.param("after"), nullptr, false);
             if (a.is_discarded()) throw bad_request("the parameter after= is not JSON");
             r.after = std::move(a);
         }
@@ -403,86 +422,73 @@ public:
         return *this;
     }
 
-    /// @brief Adds the gateway's routes to a server, and turns Nagle's
-    /// algorithm off on its sockets: httplib writes a response's header and
-    /// body separately, and with Nagle the body waits for the client's
-    /// delayed ACK (40 ms a request). Sockets take the setting from the
-    /// listening socket: mount before the server binds (listen(),
-    /// bind_to_port()), or call `server.set_tcp_nodelay(true)` before that.
-    /// It also lets a keep-alive connection serve many requests (httplib
-    /// closes it after 5 by default): other instances' gateways keep theirs
-    /// open, and a new connection costs more than a request.
-    ///
-    /// Every error answer of the server gets the gateway's error body, also
-    /// the ones cpp-httplib gives by itself (json_error_bodies: this replaces
-    /// the server's error and exception handlers), and a request under the
-    /// prefix with a method other than GET is a 405.
-    void mount(httplib::Server& server) {
-        server.set_tcp_nodelay(true);
-        server.set_keep_alive_max_count(100'000);
-        json_error_bodies(server);
+    /// @brief Adds the gateway's routes, under the prefix, to `r`. A
+    /// request under the prefix with a method other than GET on one of
+    /// them is a 405; any other path is a 404 (every error with the JSON
+    /// error body).
+    void add_routes(http::router& r) {
+        using http::beast_http::verb;
         const std::string& p = options_.prefix;
-        const auto only_get = [](const httplib::Request& req, httplib::Response& res) {
-            error_answer(405, "method_not_allowed", "the gateway's routes answer GET only, not " + req.method).write_to(res);
-            res.set_header("Allow", "GET, HEAD");
-        };
-        server.Post(p + "/.*", only_get);
-        server.Put(p + "/.*", only_get);
-        server.Patch(p + "/.*", only_get);
-        server.Delete(p + "/.*", only_get);
-        server.Get(p + R"(/stores/([^/]+)/keys/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-            serve(req, res, [&](const request_options& o) { return get(req.matches[1].str(), req.matches[2].str(), o); });
-        });
-        server.Get(p + R"(/stores/([^/]+)/(all|range))", [this](const httplib::Request& req, httplib::Response& res) {
-            serve(req, res, [&](const request_options& o) {
-                return scan(req.matches[1].str(), req.matches[2].str() == "range", page_request::parse(req, options_), o);
+        r.route_async(verb::get, p + "/stores/{}/keys/{*}", [this](const http::exchange& ex) { serve_key(ex); });
+        r.route_blocking(verb::get, p + "/stores/{}/all", [this](const http::exchange& ex) {
+            return guarded(ex, [&](const request_options& o) {
+                return scan(ex.capture(0), false, page_request::parse(ex.req(), options_), o);
             });
         });
-        server.Get(p + R"(/stores/([^/]+)/partitions/(\d+)/scan)",
-                   [this](const httplib::Request& req, httplib::Response& res) {
-                       serve(req, res, [&](const request_options& o) {
-                           return scan_partition(req.matches[1].str(), parse_partition(req.matches[2].str()),
-                                                 page_request::parse(req, options_), o);
-                       });
-                   });
-        server.Get(p + R"(/stores/([^/]+)/queries/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-            serve(req, res, [&](const request_options& o) {
-                return query(req.matches[1].str(), req.matches[2].str(), args_of(req), o);
+        r.route_blocking(verb::get, p + "/stores/{}/range", [this](const http::exchange& ex) {
+            return guarded(ex, [&](const request_options& o) {
+                return scan(ex.capture(0), true, page_request::parse(ex.req(), options_), o);
             });
         });
-        server.Get(p + R"(/stores/([^/]+)/partitions/(\d+)/queries/([^/]+))",
-                   [this](const httplib::Request& req, httplib::Response& res) {
-                       serve(req, res, [&](const request_options& o) {
-                           return query_partition(req.matches[1].str(), req.matches[3].str(),
-                                                  parse_partition(req.matches[2].str()), args_of(req), o);
-                       });
-                   });
-        server.Get(p + "/instances", [this](const httplib::Request&, httplib::Response& res) { instances().write_to(res); });
+        r.route_blocking(verb::get, p + "/stores/{}/partitions/{}/scan", [this](const http::exchange& ex) {
+            return guarded(ex, [&](const request_options& o) {
+                return scan_partition(ex.capture(0), parse_partition(ex.capture(1)), page_request::parse(ex.req(), options_),
+                                      o);
+            });
+        });
+        r.route_blocking(verb::get, p + "/stores/{}/queries/{}", [this](const http::exchange& ex) {
+            return guarded(ex, [&](const request_options& o) {
+                return query(ex.capture(0), ex.capture(1), args_of(ex.req()), o);
+            });
+        });
+        r.route_blocking(verb::get, p + "/stores/{}/partitions/{}/queries/{}", [this](const http::exchange& ex) {
+            return guarded(ex, [&](const request_options& o) {
+                return query_partition(ex.capture(0), ex.capture(2), parse_partition(ex.capture(1)), args_of(ex.req()), o);
+            });
+        });
+        r.route_inline(verb::get, p + "/instances", [this](const http::exchange&) { return instances().to_response(); });
+    }
+
+    /// @brief Serves the gateway's routes on a server of its own, which
+    /// serves until it is destroyed.
+    /// @throws boost::system::system_error the address cannot be bound
+    [[nodiscard]] std::unique_ptr<http::server> serve(const http::server_options& o) {
+        http::router r;
+        add_routes(r);
+        auto s = std::make_unique<http::server>(o);
+        s->start(std::move(r));
+        return s;
     }
 
     // The building blocks of the routes, for a service's own routes.
 
-    /// @brief The value of `key` in store `store`, from wherever it runs.
+    /// @brief The value of `key` in store `store`, from wherever it runs
+    /// (waits for a forwarded answer).
     answer get(std::string_view store, std::string_view key, const request_options& o) {
-        const auto it = kv_.find(store);
-        if (it == kv_.end()) return unknown_store(store);
-        const detail::local_answer local = it->second->get(key, o.read);
-        if (local.unrenderable) return unrenderable(store, key);
-        if (local.outcome.ok()) {
-            json body = local.body;
-            body["instance"] = app_->config().instance_id;
-            if (body["value"].is_null()) {
-                body["status"] = "not_found";
-                body["error"] = "no such key";
-                return answer{404, std::move(body)};
-            }
-            return answer{200, std::move(body)};
-        }
-        const auto path = [&] {
-            return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
-                   o.to_query().substr(1);
-        };
-        return elsewhere(local.outcome, path, o, false);
+        runtime::query_outcome local;
+        if (std::optional<answer> a = get_here(store, key, o, local)) return std::move(*a);
+        return elsewhere(local, key_path(store, key, o), o, false);
+    }
+
+    /// @brief get, answered through `done`: at once (on this thread) when
+    /// the key is here, else once the instance that holds it answered (on
+    /// the forwarding client's thread).
+    /// @throws bad_request the key does not parse
+    void get_async(std::string_view store, std::string_view key, const request_options& o,
+                   std::function<void(answer)> done) {
+        runtime::query_outcome local;
+        if (std::optional<answer> a = get_here(store, key, o, local)) return done(std::move(*a));
+        elsewhere_async(local, key_path(store, key, o), o, false, std::move(done));
     }
 
     /// @brief One page of a scan over every partition: all keys, or (range)
@@ -529,15 +535,15 @@ public:
         if (it == kv_.end()) return unknown_store(store);
         const detail::local_answer local = it->second->scan(p, {page.from, page.to, page.after}, page.limit, o.read);
         if (local.outcome.ok()) return answer{200, local.body};
-        const auto path = [&] {
-            std::string q = "limit=" + std::to_string(page.limit);
-            if (page.from) q += "&from=" + url_encode(*page.from);
-            if (page.to) q += "&to=" + url_encode(*page.to);
-            if (page.after) q += "&after=" + url_encode(page.after->dump());
-            return options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/scan?" + q +
-                   o.to_query();
-        };
-        return elsewhere(local.outcome, path, o);
+        if (!movable(local.outcome, o)) return not_answered(local.outcome);
+        std::string q = "limit=" + std::to_string(page.limit);
+        if (page.from) q += "&from=" + url_encode(*page.from);
+        if (page.to) q += "&to=" + url_encode(*page.to);
+        if (page.after) q += "&after=" + url_encode(page.after->dump());
+        return elsewhere(local.outcome,
+                         options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/scan?" +
+                             q + o.to_query(),
+                         o);
     }
 
     /// @brief A named query: on the partition of ?key=, or gathered from every partition.
@@ -569,13 +575,13 @@ public:
                                 "the result of query '" + std::string(name) + "' on partition " + std::to_string(p) +
                                     " holds a string that is not UTF-8: JSON cannot carry it");
         if (local.outcome.ok()) return answer{200, json{{"partition", p}, {"result", local.body}}};
-        const auto path = [&] {
-            std::string q;
-            for (const auto& [k, v] : a) q += "&" + url_encode(k) + "=" + url_encode(v);
-            return options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/queries/" +
-                   url_encode(name) + "?" + (o.to_query() + q).substr(1);
-        };
-        return elsewhere(local.outcome, path, o);
+        if (!movable(local.outcome, o)) return not_answered(local.outcome);
+        std::string q;
+        for (const auto& [k, v] : a) q += "&" + url_encode(k) + "=" + url_encode(v);
+        return elsewhere(local.outcome,
+                         options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) +
+                             "/queries/" + url_encode(name) + "?" + (o.to_query() + q).substr(1),
+                         o);
     }
 
     /// @brief The application's metadata (GET /instances).
@@ -590,69 +596,171 @@ public:
     [[nodiscard]] const gateway_options& options() const noexcept { return options_; }
 
 private:
-    /// Runs a route's work and writes its answer; a bad parameter is a 400.
+    /// Runs a route's work; a bad parameter is a 400.
     template <class Work>
-    void serve(const httplib::Request& req, httplib::Response& res, Work&& work) {
+    http::response guarded(const http::exchange& ex, Work&& work) {
         answer a;
         try {
-            a = work(request_options::from(req, options_));
+            a = work(request_options::from(ex.req(), options_));
         } catch (const bad_request& e) {
             a = error_answer(400, "bad_request", e.what());
         } catch (const std::exception& e) {
             a = error_answer(500, "internal_error", e.what());
         }
-        a.write_to(res);
+        return a.to_response();
     }
 
-    /// The answer to a request this instance could not answer itself: from
-    /// the owner, or with allow_standby a standby, unless the request was
-    /// forwarded already; else why not (not_answered). With `parse` false, a
-    /// reply's body is passed on as it came (answer::raw).
-    template <class Path>
-    answer elsewhere(const runtime::query_outcome& local, const Path& path, const request_options& o,
-                     bool parse = true) {
+    /// GET .../keys/{key}: answered here on the I/O thread when the key is
+    /// here, forwarded without holding a thread when it is not; a read that
+    /// waits for a position goes to the work pool.
+    void serve_key(const http::exchange& ex) {
+        request_options o;
+        try {
+            o = request_options::from(ex.req(), options_);
+        } catch (const bad_request& e) {
+            ex.respond(error_answer(400, "bad_request", e.what()).to_response());
+            return;
+        }
+        if (o.read.min_position >= 0) {
+            ex.offload([this, ex, o] {
+                return guarded(ex, [&](const request_options&) { return get(ex.capture(0), ex.capture(1), o); });
+            });
+            return;
+        }
+        try {
+            get_async(ex.capture(0), ex.capture(1), o, [ex](answer a) { ex.respond(a.to_response()); });
+        } catch (const bad_request& e) {
+            ex.respond(error_answer(400, "bad_request", e.what()).to_response());
+        }
+    }
+
+    /// What a key read finds here: the answer when there is one to give
+    /// from here (the value, 404, a bad store), else none and `local` says
+    /// where the key is.
+    std::optional<answer> get_here(std::string_view store, std::string_view key, const request_options& o,
+                                   runtime::query_outcome& local) {
+        const auto it = kv_.find(store);
+        if (it == kv_.end()) return unknown_store(store);
+        const detail::local_answer here = it->second->get(key, o.read);
+        if (here.unrenderable) return unrenderable(store, key);
+        if (here.outcome.ok()) {
+            json body = here.body;
+            body["instance"] = app_->config().instance_id;
+            if (body["value"].is_null()) {
+                body["status"] = "not_found";
+                body["error"] = "no such key";
+                return answer{404, std::move(body)};
+            }
+            return answer{200, std::move(body)};
+        }
+        if (!movable(here.outcome, o)) return not_answered(here.outcome);
+        local = here.outcome;
+        return std::nullopt;
+    }
+
+    std::string key_path(std::string_view store, std::string_view key, const request_options& o) const {
+        return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
+               o.to_query().substr(1);
+    }
+
+    /// Whether a request this instance could not answer goes to another:
+    /// the partition runs elsewhere, and the request was not forwarded
+    /// already (a stale view of the assignment cannot bounce it around).
+    bool movable(const runtime::query_outcome& local, const request_options& o) const {
         using runtime::query_status;
-        const bool movable = local.status == query_status::not_owned ||
-                             (local.status == query_status::rebalancing && !local.owner.empty() &&
-                              local.owner != app_->config().instance_id);
-        if (!movable || o.forwarded) return not_answered(local);
+        const bool elsewhere = local.status == query_status::not_owned ||
+                               (local.status == query_status::rebalancing && !local.owner.empty() &&
+                                local.owner != app_->config().instance_id);
+        return elsewhere && !o.forwarded;
+    }
+
+    /// The answer to a request this instance could not answer itself
+    /// (`movable`), waited for: see elsewhere_async.
+    answer elsewhere(const runtime::query_outcome& local, std::string path, const request_options& o, bool parse = true) {
+        std::promise<answer> promise;
+        std::future<answer> f = promise.get_future();
+        elsewhere_async(local, std::move(path), o, parse, [&promise](answer a) { promise.set_value(std::move(a)); });
+        return f.get();
+    }
+
+    /// A forwarded request on its way: the instances to try in turn, and
+    /// what the tried ones did.
+    struct forward_chain {
+        runtime::query_outcome local;
+        std::string path;
+        http::header_list headers;
+        bool parse = true;
+        bool allow_standby = false;
         std::vector<std::pair<std::string, std::string>> targets;  // (instance, endpoint)
-        targets.emplace_back(local.owner, local.owner_endpoint);
+        std::size_t next = 0;
+        std::string tried, failure;
+        std::function<void(answer)> done;
+    };
+
+    /// Asks the owner of the partition, or with allow_standby also the
+    /// instances that keep a standby of it, in turn; `done` gets the first
+    /// answer that settles it, or 503 owner_unreachable naming what was
+    /// tried. With `parse` false, a reply's body is passed on as it came
+    /// (answer::raw).
+    void elsewhere_async(const runtime::query_outcome& local, std::string path, const request_options& o, bool parse,
+                         std::function<void(answer)> done) {
+        auto c = std::make_shared<forward_chain>();
+        c->local = local;
+        c->path = std::move(path);
+        c->parse = parse;
+        c->allow_standby = o.read.allow_standby;
+        c->done = std::move(done);
+        c->targets.emplace_back(local.owner, local.owner_endpoint);
         const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         if (o.read.allow_standby && md != nullptr) {
             const runtime::partition_metadata where = md->partition(local.partition);
             for (std::size_t i = 0; i < where.standbys.size(); ++i)
                 if (where.standbys[i] != app_->config().instance_id)
-                    targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
+                    c->targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
         }
-        httplib::Headers headers{{request_options::forwarded_header, app_->config().instance_id}};
-        if (!o.authorization.empty()) headers.emplace("Authorization", o.authorization);
-        std::string tried, failure;
-        for (const auto& [instance, endpoint] : targets) {
-            if (endpoint.empty()) {
-                tried += (tried.empty() ? "" : ", ") + instance + " (no endpoint)";
-                continue;
-            }
-            forwarded_->inc();
-            forwarded f = clients_.get(endpoint, path(), headers, parse);
-            if (f.reply && f.reply->code < 500) return std::move(*f.reply);
-            // The holder read it and cannot render it: every copy holds the same.
-            if (f.reply && f.reply->code == 500 && f.reply->parsed().is_object() &&
-                f.reply->body.value("status", "") == "unrenderable")
-                return std::move(*f.reply);
-            if (f.reply && instance == local.owner && !o.read.allow_standby) return std::move(*f.reply);
-            forward_failed_->inc();
-            tried += (tried.empty() ? "" : ", ") + instance + " at " + endpoint;
-            failure = !f.reply ? f.failure : f.reply->parsed().is_object() ? f.reply->body.value("status", "error") : "error";
+        c->headers.emplace_back(request_options::forwarded_header, app_->config().instance_id);
+        if (!o.authorization.empty()) c->headers.emplace_back("Authorization", o.authorization);
+        forward_next(std::move(c));
+    }
+
+    void forward_next(std::shared_ptr<forward_chain> c) {
+        while (c->next < c->targets.size() && c->targets[c->next].second.empty()) {
+            c->tried += (c->tried.empty() ? "" : ", ") + c->targets[c->next].first + " (no endpoint)";
+            ++c->next;
         }
-        answer a = error_answer(503, "owner_unreachable",
-                                "no instance that holds partition " + std::to_string(local.partition) +
-                                    " answered (tried " + tried + "): " + failure,
-                                true);
-        a.body["partition"] = local.partition;
-        a.body["owner"] = local.owner;
-        a.body["owner_endpoint"] = local.owner_endpoint;
-        return a;
+        if (c->next == c->targets.size()) {
+            answer a = error_answer(503, "owner_unreachable",
+                                    "no instance that holds partition " + std::to_string(c->local.partition) +
+                                        " answered (tried " + c->tried + "): " + c->failure,
+                                    true);
+            a.body["partition"] = c->local.partition;
+            a.body["owner"] = c->local.owner;
+            a.body["owner_endpoint"] = c->local.owner_endpoint;
+            c->done(std::move(a));
+            return;
+        }
+        const auto [instance, endpoint] = c->targets[c->next++];
+        forwarded_->inc();
+        clients_.async_get(endpoint, c->path, c->headers, c->parse,
+                           [this, c, instance = instance, endpoint = endpoint](forwarded f) mutable {
+                               if (settles(f, instance, *c)) return c->done(std::move(*f.reply));
+                               forward_failed_->inc();
+                               c->tried += (c->tried.empty() ? "" : ", ") + instance + " at " + endpoint;
+                               c->failure = !f.reply ? f.failure
+                                            : f.reply->parsed().is_object() ? f.reply->body.value("status", "error")
+                                                                           : "error";
+                               forward_next(std::move(c));
+                           });
+    }
+
+    /// Whether a forwarded reply is the answer, or the next instance is asked.
+    static bool settles(forwarded& f, const std::string& instance, const forward_chain& c) {
+        if (!f.reply) return false;
+        if (f.reply->code < 500) return true;
+        // The holder read it and cannot render it: every copy holds the same.
+        if (f.reply->code == 500 && f.reply->parsed().is_object() && f.reply->body.value("status", "") == "unrenderable")
+            return true;
+        return instance == c.local.owner && !c.allow_standby;
     }
 
     [[nodiscard]] const detail::query_port* find_query(std::string_view store, std::string_view name) const {
@@ -682,9 +790,9 @@ private:
         return p;
     }
 
-    static query_args args_of(const httplib::Request& req) {
+    static query_args args_of(const http::request& req) {
         query_args a;
-        for (const auto& [k, v] : req.params) a.insert_or_assign(k, v);
+        for (const auto& [k, v] : req.query()) a.insert_or_assign(k, v);
         return a;
     }
 

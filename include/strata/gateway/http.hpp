@@ -2,19 +2,22 @@
 /// @file
 /// @brief The HTTP side of the query gateway: answers as (status, JSON
 /// body), how each query_status maps onto an HTTP status, the one error body
-/// every 4xx and 5xx carries (the HTTP server's own refusals included), what
-/// JSON can carry (UTF-8), URL encoding, and a pool of keep-alive clients for
-/// forwarding to other instances.
+/// every 4xx and 5xx carries (strata/http/message.hpp; the server's own
+/// refusals have it too), what JSON can carry (UTF-8), URL encoding, and the
+/// forwarding of a request to another instance over strata::http's client.
 
 #include <strata/core/error.hpp>
 #include <strata/runtime/queries.hpp>
 
-#include <httplib.h>
+#include <strata/http/client.hpp>
+#include <strata/http/message.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,7 +42,7 @@ public:
 /// "status" (a query_status name; one of the gateway's own: not_found,
 /// unknown_store, unknown_query, bad_request, owner_unreachable,
 /// unrenderable; or, for what the HTTP server refuses by itself, the name
-/// http_status_name gives its code) and "error" (what happened, in words).
+/// http::status_name gives its code) and "error" (what happened, in words).
 struct answer {
     answer() = default;
     answer(int c, json b, bool r = false) : code(c), body(std::move(b)), retry(r) {}
@@ -62,15 +65,14 @@ struct answer {
         return body;
     }
 
-    /// Writes it into an httplib response. A string that is not UTF-8 (a
-    /// message that quotes a bad parameter back) is written with U+FFFD in
-    /// place of its bad bytes instead of failing the dump: the data paths
-    /// check what they render first (`renderable`), so only messages get here.
-    void write_to(httplib::Response& res) const {
-        res.status = code;
-        if (retry) res.set_header("Retry-After", "1");
-        res.set_content(raw.empty() ? body.dump(-1, ' ', false, json::error_handler_t::replace) : raw,
-                        "application/json");
+    /// The HTTP response. A string that is not UTF-8 (a message that quotes
+    /// a bad parameter back) is written with U+FFFD in place of its bad
+    /// bytes instead of failing the dump: the data paths check what they
+    /// render first (`renderable`), so only messages get here.
+    [[nodiscard]] http::response to_response() const {
+        http::response r(code, raw.empty() ? body.dump(-1, ' ', false, json::error_handler_t::replace) : raw);
+        if (retry) r.header("Retry-After", "1");
+        return r;
     }
 };
 
@@ -160,65 +162,6 @@ struct answer {
     }
 }
 
-/// @brief The "status" of an error body by HTTP status, for the answers the
-/// HTTP server gives by itself (no route, a body or URI over its limits, a
-/// handler that threw).
-[[nodiscard]] inline std::string_view http_status_name(int code) noexcept {
-    switch (code) {
-        case 400: return "bad_request";
-        case 401: return "unauthorized";
-        case 403: return "forbidden";
-        case 404: return "not_found";
-        case 405: return "method_not_allowed";
-        case 408: return "request_timeout";
-        case 413: return "body_too_large";
-        case 414: return "uri_too_long";
-        case 415: return "unsupported_media_type";
-        case 416: return "range_not_satisfiable";
-        case 431: return "headers_too_large";
-        case 500: return "internal_error";
-        case 501: return "not_implemented";
-        case 503: return "unavailable";
-        default: return code >= 500 ? "server_error" : "client_error";
-    }
-}
-
-/// @brief Gives every error answer of `server` the gateway's error body,
-/// {"status", "error"}, also the ones cpp-httplib makes by itself, which
-/// otherwise have an empty body: 400 (a request line or header it cannot
-/// parse, a header line over CPPHTTPLIB_HEADER_MAX_LENGTH, 8 KB), 404 (no
-/// route), 413 (a body over set_payload_max_length, or a form body over
-/// CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, 8 KB), 414 (a request
-/// line over CPPHTTPLIB_REQUEST_URI_MAX_LENGTH, 8 KB) and 500 (a handler
-/// that threw: the message says what it threw). An answer that already has
-/// a body keeps it. It replaces the server's error and exception handlers.
-inline void json_error_bodies(httplib::Server& server) {
-    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "the request's handler failed";
-        try {
-            if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-            what += ": ";
-            what += e.what();
-        } catch (...) {
-        }
-        error_answer(500, "internal_error", what).write_to(res);
-    });
-    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        std::string what;
-        switch (res.status) {
-            case 400: what = "the request is not HTTP this server can read (its request line or a header)"; break;
-            case 404: what = "no route for " + req.method + " " + url_encode_path(req.path); break;
-            case 413: what = "the request body is over what this server accepts"; break;
-            case 414: what = "the request line is over what this server accepts"; break;
-            default: what = "HTTP " + std::to_string(res.status); break;
-        }
-        error_answer(res.status, http_status_name(res.status), what).write_to(res);
-        return httplib::Server::HandlerResponse::Handled;
-    }));
-}
-
 /// @brief The HTTP status of a query that did not answer:
 ///
 /// | query_status          | HTTP | Retry-After |
@@ -299,71 +242,60 @@ struct forwarded {
     std::string failure;  ///< when there is no reply: the transport's error
 };
 
-/// @brief Keep-alive HTTP clients to other instances, reused across
-/// requests (an httplib client serves one request at a time, so each
-/// endpoint has as many as requests in flight to it).
+/// @brief Forwards requests to other instances over a bounded pool of
+/// keep-alive connections per instance (strata::http::client, on threads of
+/// its own, so a caller on any thread may wait for an answer).
 class client_pool {
 public:
-    explicit client_pool(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+    explicit client_pool(std::chrono::milliseconds timeout, std::size_t connections_per_peer = 32)
+        : client_(options(timeout, connections_per_peer), 2) {}
 
-    /// @brief GETs `path` (with its query) from `endpoint`; with `parse`
-    /// false, the reply's body stays raw (answer::raw).
-    forwarded get(const std::string& endpoint, const std::string& path, const httplib::Headers& headers,
-                  bool parse = true) {
-        std::unique_ptr<httplib::Client> c = borrow(endpoint);
-        forwarded f;
-        if (httplib::Result r = c->Get(path, headers)) {
-            answer a;
-            a.code = r->status;
-            a.retry = r->has_header("Retry-After");
-            if (!parse && !r->body.empty() && r->body.front() == '{') {
-                a.raw = std::move(r->body);
-                f.reply = std::move(a);
-                give_back(endpoint, std::move(c));
-                return f;
-            }
-            a.body = json::parse(r->body, nullptr, false);
-            if (a.body.is_discarded()) {
-                f.failure = "the peer answered " + std::to_string(r->status) + " with a body that is not JSON";
-            } else {
-                f.reply = std::move(a);
-                give_back(endpoint, std::move(c));
-            }
-        } else {
-            f.failure = httplib::to_string(r.error());
-        }
-        return f;
+    /// @brief GETs `path` (with its query) from `endpoint`; `done` gets the
+    /// result on the pool's threads. With `parse` false, the reply's body
+    /// stays raw (answer::raw).
+    void async_get(const std::string& endpoint, std::string path, http::header_list headers, bool parse,
+                   std::function<void(forwarded)> done) {
+        client_.async_get(endpoint, std::move(path), std::move(headers),
+                          [parse, done = std::move(done)](http::client_result r) { done(to_forwarded(std::move(r), parse)); });
+    }
+
+    /// @brief async_get, waited for.
+    forwarded get(const std::string& endpoint, std::string path, http::header_list headers, bool parse = true) {
+        return to_forwarded(client_.get(endpoint, std::move(path), std::move(headers)), parse);
     }
 
 private:
-    std::unique_ptr<httplib::Client> borrow(const std::string& endpoint) {
-        {
-            const std::lock_guard lock(mutex_);
-            auto& idle = idle_[endpoint];
-            if (!idle.empty()) {
-                std::unique_ptr<httplib::Client> c = std::move(idle.back());
-                idle.pop_back();
-                return c;
-            }
+    static http::client_options options(std::chrono::milliseconds timeout, std::size_t per_peer) {
+        http::client_options o;
+        o.connect_timeout = timeout;
+        o.request_timeout = timeout;
+        o.max_connections_per_peer = per_peer;
+        return o;
+    }
+
+    static forwarded to_forwarded(http::client_result r, bool parse) {
+        forwarded f;
+        if (!r.reply) {
+            f.failure = std::move(r.failure);
+            return f;
         }
-        const auto [host, port] = split_endpoint(endpoint);
-        auto c = std::make_unique<httplib::Client>(host, port);
-        c->set_keep_alive(true);
-        c->set_tcp_nodelay(true);  // a request's header and body go out at once, not 40 ms apart (Nagle)
-        c->set_connection_timeout(timeout_);
-        c->set_read_timeout(timeout_);
-        c->set_write_timeout(timeout_);
-        return c;
+        answer a;
+        a.code = r.reply->status;
+        a.retry = r.reply->retry_after.has_value();
+        if (!parse && !r.reply->body.empty() && r.reply->body.front() == '{') {
+            a.raw = std::move(r.reply->body);
+            f.reply = std::move(a);
+            return f;
+        }
+        a.body = json::parse(r.reply->body, nullptr, false);
+        if (a.body.is_discarded())
+            f.failure = "the peer answered " + std::to_string(r.reply->status) + " with a body that is not JSON";
+        else
+            f.reply = std::move(a);
+        return f;
     }
 
-    void give_back(const std::string& endpoint, std::unique_ptr<httplib::Client> c) {
-        const std::lock_guard lock(mutex_);
-        idle_[endpoint].push_back(std::move(c));
-    }
-
-    std::chrono::milliseconds timeout_;
-    std::mutex mutex_;
-    std::map<std::string, std::vector<std::unique_ptr<httplib::Client>>, std::less<>> idle_;
+    http::client client_;
 };
 
 }  // namespace strata::gateway

@@ -52,6 +52,7 @@ struct client_options {
 struct client_response {
     int status = 0;
     std::string body;
+    std::string content_type;                ///< its Content-Type header
     std::optional<std::string> retry_after;  ///< its Retry-After header, if any
 };
 
@@ -230,17 +231,22 @@ inline void client_connection::send() {
     parser_->body_limit(options_->body_limit);
     stream_.expires_after(options_->request_timeout);
     beast_http::async_write(stream_, *req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        if (ec) return self->finish({std::nullopt, "send: " + ec.message()}, false);
+        // A peer may answer before it read the whole request (413 to a body
+        // over its limit) and close: its answer is read all the same.
+        const bool answered_early = ec == net::error::broken_pipe || ec == net::error::connection_reset;
+        if (ec && !answered_early) return self->finish({std::nullopt, "send: " + ec.message()}, false);
         beast_http::async_read(self->stream_, self->buffer_, *self->parser_,
-                               [self](beast::error_code e, std::size_t) {
+                               [self, ec](beast::error_code e, std::size_t) {
+                                   if (e && ec) return self->finish({std::nullopt, "send: " + ec.message()}, false);
                                    if (e) return self->finish({std::nullopt, "read: " + e.message()}, false);
                                    auto& m = self->parser_->get();
                                    client_response r;
                                    r.status = static_cast<int>(m.result_int());
                                    if (const auto it = m.find(beast_http::field::retry_after); it != m.end())
                                        r.retry_after = std::string(it->value());
+                                   r.content_type = std::string(m[beast_http::field::content_type]);
                                    r.body = std::move(m.body());
-                                   const bool keep = m.keep_alive();
+                                   const bool keep = m.keep_alive() && !ec;
                                    self->finish({std::move(r), {}}, keep);
                                });
     });

@@ -41,9 +41,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -88,17 +91,18 @@ namespace detail {
 
 /// What every connection of one server reaches.
 struct server_shared {
-    server_shared(router r, const server_options& o)
-        : options(o), routes(std::move(r)), pool(o.work_threads, o.work_queue) {}
+    explicit server_shared(const server_options& o) : options(o), pool(o.work_threads, o.work_queue) {}
 
     const server_options options;
-    const router routes;
+    router routes;  // set once, before the I/O threads start
     work_pool pool;
     std::atomic<std::size_t> connections{0};
     std::atomic<std::size_t> in_flight{0};
     std::atomic<bool> stopping{false};
     std::atomic<bool> stopped{false};  // the I/O threads are gone: nothing more is posted
     server_counters counters;
+    std::mutex live_mutex;
+    std::unordered_map<const void*, std::weak_ptr<reply_sink>> live;  // open connections, closed by stop()
 };
 
 /// One connection, from its accept to its close. Its handlers run on a
@@ -116,10 +120,26 @@ public:
 
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
-    ~connection() override { shared_->connections.fetch_sub(1); }
+    ~connection() override {
+        {
+            const std::lock_guard lock(shared_->live_mutex);
+            shared_->live.erase(this);
+        }
+        shared_->connections.fetch_sub(1);
+    }
+
+    /// Closes the socket; only once the I/O threads are gone (server::stop).
+    void force_close() noexcept {
+        beast::error_code ec;
+        stream_.socket().close(ec);
+    }
 
     /// Serves requests; with `refuse`, answers 503 and closes (over max_connections).
     void start(bool refuse) {
+        {
+            const std::lock_guard lock(shared_->live_mutex);
+            shared_->live.emplace(this, weak_from_this());
+        }
         net::dispatch(stream_.get_executor(), [self = shared_from_this(), refuse] {
             if (refuse) {
                 self->shared_->counters.connections_refused.fetch_add(1);
@@ -320,7 +340,7 @@ private:
         stream_.async_read_some(net::buffer(discard_.get(), discard_size),
                                 [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                                     self->drained_ += n;
-                                    if (ec || self->drained_ > 1024 * 1024) return self->close();
+                                    if (ec || self->drained_ > linger_limit) return self->close();
                                     self->drain();
                                 });
     }
@@ -348,7 +368,8 @@ private:
     bool counted_ = false;  // holds a max_in_flight slot
     bool linger_ = false;  // close after the answer, reading what still comes for a while
     bool closed_ = false;
-    static constexpr std::size_t discard_size = 4096;
+    static constexpr std::size_t discard_size = 16 * 1024;
+    static constexpr std::size_t linger_limit = 64 * 1024 * 1024;  // bytes read and dropped at most (2 s at most)
     std::unique_ptr<char[]> discard_;  // only while lingering
     std::size_t drained_ = 0;
 };
@@ -365,14 +386,18 @@ inline void raise_open_file_limit() noexcept {
 
 }  // namespace detail
 
-/// @brief An HTTP/1.1 server; see the file comment. It listens once
-/// constructed and serves until `stop()` or its destruction.
+/// @brief An HTTP/1.1 server; see the file comment. It is bound once
+/// constructed (its port known) and serves from `start` until `stop()` or
+/// its destruction.
 class server {
 public:
+    /// @brief Binds, and serves nothing yet (connections wait in the
+    /// backlog): the port is known before the routes are, for an
+    /// application that names its own endpoint.
     /// @throws boost::system::system_error the address cannot be bound
-    explicit server(router routes, server_options o = {})
-        : shared_(std::make_shared<detail::server_shared>(std::move(routes), o)),
-          acceptor_(net::make_strand(ioc_)), retry_(acceptor_.get_executor()) {
+    explicit server(const server_options& o)
+        : shared_(std::make_shared<detail::server_shared>(o)), acceptor_(net::make_strand(ioc_)),
+          retry_(acceptor_.get_executor()) {
         detail::raise_open_file_limit();
         const tcp::endpoint at(net::ip::make_address(o.host), o.port);
         acceptor_.open(at.protocol());
@@ -380,8 +405,18 @@ public:
         acceptor_.bind(at);
         acceptor_.listen(net::socket_base::max_listen_connections);
         port_ = acceptor_.local_endpoint().port();
+    }
+
+    /// @brief Binds and serves `routes` at once.
+    server(router routes, const server_options& o) : server(o) { start(std::move(routes)); }
+
+    /// @brief Serves `routes` (once).
+    void start(router routes) {
+        if (!threads_.empty()) throw std::logic_error("strata::http::server: started twice");
+        shared_->routes = std::move(routes);
         accept();
-        const unsigned n = o.io_threads != 0 ? o.io_threads : std::max(1U, std::thread::hardware_concurrency());
+        const unsigned configured = shared_->options.io_threads;
+        const unsigned n = configured != 0 ? configured : std::max(1U, std::thread::hardware_concurrency());
         threads_.reserve(n);
         for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { ioc_.run(); });
     }
@@ -416,6 +451,17 @@ public:
         for (std::thread& t : threads_)
             if (t.joinable()) t.join();
         shared_->stopped.store(true);
+        // No handler runs now: the listening socket and every connection
+        // close here, so that clients are refused, not left waiting.
+        beast::error_code ec;
+        acceptor_.close(ec);
+        std::vector<std::shared_ptr<detail::reply_sink>> open;
+        {
+            const std::lock_guard lock(shared_->live_mutex);
+            for (auto& [key, weak] : shared_->live)
+                if (auto c = weak.lock()) open.push_back(std::move(c));
+        }
+        for (auto& c : open) static_cast<detail::connection&>(*c).force_close();
     }
 
 private:

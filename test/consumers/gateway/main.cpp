@@ -1,6 +1,6 @@
 // Uses strata::gateway from an installed strata: maps query statuses onto
-// HTTP as the gateway documents, and links cpp-httplib and nlohmann-json
-// through strata::gateway. Exits non-zero on a wrong result.
+// HTTP as the gateway documents, and builds with Boost.Beast and nlohmann-json
+// through strata::gateway (strata::http). Exits non-zero on a wrong result.
 #include <strata/gateway/gateway.hpp>
 
 #include <iostream>
@@ -21,7 +21,10 @@ int main() {
         std::cerr << "FAILED: the gateway's status mapping is not the documented one\n";
         return 1;
     }
-    httplib::Server server;  // links cpp-httplib
+    strata::http::router routes;  // strata::http's server side, through strata::gateway
+    routes.route_inline(strata::http::beast_http::verb::get, "/", [](const strata::http::exchange&) {
+        return strata::http::response(200, "{}");
+    });
     std::cout << "strata::gateway consumer: statuses map as documented\n";
     return 0;
 }
