@@ -67,7 +67,8 @@ if ((${#missing[@]})); then
 fi
 bash "${root}/scripts/setup.sh" >/dev/null
 
-# The targets only: no tests, examples, tools, Kafka, gateway, RocksDB or SQLite.
+# The targets only: no tests, examples, tools, Kafka, gateway, RocksDB or SQLite
+# (strata::http stays: http_fuzz needs it).
 CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE= -DSTRATA_BUILD_FUZZERS=ON \
   -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_TOOLS=OFF \
   -DSTRATA_WITH_KAFKA=OFF -DSTRATA_WITH_GATEWAY=OFF -DSTRATA_WITH_ROCKSDB=OFF -DSTRATA_WITH_SQLITE=OFF >/dev/null
