@@ -191,6 +191,24 @@ TEST_CASE("http server: routes by method and pattern, decodes captures, and answ
     CHECK_THAT(after.failure, Catch::Contains("connect"));
 }
 
+TEST_CASE("http server: a keep-alive connection idle for longer than the write timeout still serves its next request",
+          "[http]") {
+    h::server_options o = quick_options();
+    o.write_timeout = 100ms;  // the timeout of the last response's write must not carry over to the next read
+    o.idle_timeout = 5s;
+    h::server s(hello_routes(), o);
+    raw_socket sock(s.port());
+    for (int i = 0; i < 2; ++i) {
+        REQUIRE(sock.send("GET /hello/again HTTP/1.1\r\nHost: t\r\n\r\n"));
+        const std::string got = sock.receive(2s, false);
+        CHECK(status_of(got) == 200);
+        CHECK_FALSE(sock.closed);
+        std::this_thread::sleep_for(400ms);
+    }
+    CHECK(s.counters().connections_accepted == 1);
+    CHECK(s.counters().timeouts == 0);
+}
+
 TEST_CASE("http server: requests beyond its limits, or not HTTP, get a JSON error and the connection closes",
           "[http]") {
     h::server_options o = quick_options();

@@ -196,6 +196,9 @@ private:
     }
 
     void read_header() {
+        // The stream's own expiry is for writes only: one set for the last
+        // response would otherwise cut this read short, and close the socket.
+        stream_.expires_never();
         parser_.emplace();
         parser_->header_limit(options().header_limit);
         parser_->body_limit(options().body_limit);
@@ -231,6 +234,7 @@ private:
     }
 
     void read_body() {
+        stream_.expires_never();  // after a 100 Continue's write: the body timeout is arm()'s
         beast_http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec) return self->failed(ec, "body");
             self->disarm();
