@@ -18,9 +18,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -34,10 +36,19 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace strata::http {
+
+/// @brief TLS for a client: whom it trusts, and its own certificate for
+/// servers that require one (mutual TLS).
+struct client_tls_options {
+    std::string ca_file;                 ///< PEM: the CAs a server's certificate must be signed by (empty: the system's)
+    std::string certificate_chain_file;  ///< PEM: the client's certificate (optional)
+    std::string private_key_file;        ///< PEM, unencrypted
+};
 
 /// @brief How a client reaches its peers.
 struct client_options {
@@ -46,6 +57,10 @@ struct client_options {
     std::chrono::milliseconds connect_timeout{2'000};
     std::chrono::milliseconds request_timeout{2'000};  ///< from sending the request to the whole response
     std::uint64_t body_limit = 64 * 1024 * 1024;        ///< of a response
+    /// HTTPS to every peer when set: the server's certificate must be signed
+    /// by a trusted CA and name the host asked for (an IP address or a DNS
+    /// name in its subjectAltName).
+    std::optional<client_tls_options> tls;
 };
 
 /// @brief A peer's response.
@@ -82,22 +97,60 @@ struct client_call {
 
 class client_peer;
 
-/// One connection to a peer; runs one call at a time on its strand.
-class client_connection : public std::enable_shared_from_this<client_connection> {
+/// One connection to a peer, plain or TLS; runs one call at a time.
+class client_connection {
 public:
-    client_connection(net::any_io_executor ex, std::shared_ptr<client_peer> peer, const client_options& o)
-        : stream_(net::make_strand(ex)), resolver_(stream_.get_executor()), peer_(std::move(peer)), options_(&o) {}
+    virtual ~client_connection() = default;
+    virtual void run(client_call call) = 0;
+};
 
-    void run(client_call call);
+/// The TLS context of a client's options.
+/// @throws std::runtime_error a file that cannot be read or used, named
+inline std::shared_ptr<net::ssl::context> make_client_tls(const client_tls_options& t) {
+    auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
+    ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                     net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+    const auto load = [](const std::string& what, const std::string& file, auto&& f) {
+        try {
+            f();
+        } catch (const boost::system::system_error& e) {
+            throw std::runtime_error("strata::http: the TLS " + what + " '" + file + "' cannot be used: " + e.what());
+        }
+    };
+    if (t.ca_file.empty()) ctx->set_default_verify_paths();
+    else load("CA file", t.ca_file, [&] { ctx->load_verify_file(t.ca_file); });
+    if (!t.certificate_chain_file.empty()) {
+        load("certificate chain", t.certificate_chain_file,
+             [&] { ctx->use_certificate_chain_file(t.certificate_chain_file); });
+        load("private key", t.private_key_file,
+             [&] { ctx->use_private_key_file(t.private_key_file, net::ssl::context::pem); });
+    }
+    ctx->set_verify_mode(net::ssl::verify_peer);
+    return ctx;
+}
 
-    [[nodiscard]] bool reused() const noexcept { return used_; }
+template <class Stream>
+class client_connection_of final : public client_connection,
+                                   public std::enable_shared_from_this<client_connection_of<Stream>> {
+    static constexpr bool tls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+public:
+    template <class... StreamArgs>
+    client_connection_of(net::any_io_executor ex, std::shared_ptr<client_peer> peer, const client_options& o,
+                         StreamArgs&... stream_args)
+        : stream_(net::make_strand(ex), stream_args...), resolver_(tcp().get_executor()), peer_(std::move(peer)),
+          options_(&o) {}
+
+    void run(client_call call) override;
 
 private:
+    beast::tcp_stream& tcp() noexcept { return beast::get_lowest_layer(stream_); }
     void connect();
+    void handshake();
     void send();
     void finish(client_result r, bool reusable);
 
-    beast::tcp_stream stream_;
+    Stream stream_;
     tcp::resolver resolver_;
     std::shared_ptr<client_peer> peer_;
     const client_options* options_;
@@ -112,8 +165,10 @@ private:
 /// The connections and the queue of one peer.
 class client_peer : public std::enable_shared_from_this<client_peer> {
 public:
-    client_peer(net::any_io_executor ex, std::string host, std::string port, client_options o)
-        : executor_(std::move(ex)), host_(std::move(host)), port_(std::move(port)), options_(std::move(o)) {}
+    client_peer(net::any_io_executor ex, std::string host, std::string port, client_options o,
+                std::shared_ptr<net::ssl::context> tls)
+        : executor_(std::move(ex)), host_(std::move(host)), port_(std::move(port)), options_(std::move(o)),
+          tls_(std::move(tls)) {}
 
     [[nodiscard]] const std::string& host() const noexcept { return host_; }
     [[nodiscard]] const std::string& port() const noexcept { return port_; }
@@ -127,7 +182,7 @@ public:
                 idle_.pop_back();
             } else if (open_ < options_.max_connections_per_peer) {
                 ++open_;
-                c = std::make_shared<client_connection>(executor_, shared_from_this(), options_);
+                c = make_connection();
             } else if (queue_.size() < options_.max_queued_per_peer) {
                 queue_.push_back(std::move(call));
                 return;
@@ -166,8 +221,7 @@ public:
             c->run(std::move(*next));
         } else {
             // The queued call gets a new connection in this one's place.
-            auto fresh = std::make_shared<client_connection>(executor_, shared_from_this(), options_);
-            fresh->run(std::move(*next));
+            make_connection()->run(std::move(*next));
         }
     }
 
@@ -175,6 +229,17 @@ public:
         net::post(executor_, [done = std::move(call.done), why = std::move(why)]() mutable {
             done(client_result{std::nullopt, std::move(why)});
         });
+    }
+
+    /// A call again, on a new connection that takes the slot of the one
+    /// that failed it (not an idle one: those may have been closed too).
+    void resend(client_call call) { make_connection()->run(std::move(call)); }
+
+    std::shared_ptr<client_connection> make_connection() {
+        if (tls_)
+            return std::make_shared<client_connection_of<beast::ssl_stream<beast::tcp_stream>>>(executor_, shared_from_this(),
+                                                                                              options_, *tls_);
+        return std::make_shared<client_connection_of<beast::tcp_stream>>(executor_, shared_from_this(), options_);
     }
 
     /// Closes the idle connections, and each busy one once its call is
@@ -189,6 +254,7 @@ private:
     net::any_io_executor executor_;
     std::string host_, port_;
     client_options options_;
+    std::shared_ptr<net::ssl::context> tls_;  // HTTPS when set
     std::mutex mutex_;
     std::vector<std::shared_ptr<client_connection>> idle_;
     std::deque<client_call> queue_;
@@ -196,31 +262,58 @@ private:
     bool closed_ = false;
 };
 
-inline void client_connection::run(client_call call) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), call = std::move(call)]() mutable {
+template <class Stream>
+void client_connection_of<Stream>::run(client_call call) {
+    net::post(tcp().get_executor(), [self = this->shared_from_this(), call = std::move(call)]() mutable {
         self->call_ = std::move(call);
         if (self->connected_) self->send();
         else self->connect();
     });
 }
 
-inline void client_connection::connect() {
+template <class Stream>
+void client_connection_of<Stream>::connect() {
     used_ = false;
     resolver_.async_resolve(peer_->host(), peer_->port(),
-                            [self = shared_from_this()](beast::error_code ec, const tcp::resolver::results_type& r) {
+                            [self = this->shared_from_this()](beast::error_code ec, const tcp::resolver::results_type& r) {
                                 if (ec) return self->finish({std::nullopt, "resolve: " + ec.message()}, false);
-                                self->stream_.expires_after(self->options_->connect_timeout);
-                                self->stream_.async_connect(r, [self](beast::error_code e, const tcp::endpoint&) {
+                                self->tcp().expires_after(self->options_->connect_timeout);
+                                self->tcp().async_connect(r, [self](beast::error_code e, const tcp::endpoint&) {
                                     if (e) return self->finish({std::nullopt, "connect: " + e.message()}, false);
                                     beast::error_code ignored;
-                                    self->stream_.socket().set_option(tcp::no_delay(true), ignored);
-                                    self->connected_ = true;
-                                    self->send();
+                                    self->tcp().socket().set_option(tcp::no_delay(true), ignored);
+                                    if constexpr (tls) {
+                                        self->handshake();
+                                    } else {
+                                        self->connected_ = true;
+                                        self->send();
+                                    }
                                 });
                             });
 }
 
-inline void client_connection::send() {
+template <class Stream>
+void client_connection_of<Stream>::handshake() {
+    if constexpr (tls) {
+        const std::string& host = peer_->host();
+        beast::error_code ec;
+        (void)net::ip::make_address(host, ec);
+        // SNI for a name; an address is checked against the certificate's IP entries.
+        if (ec) (void)SSL_set_tlsext_host_name(stream_.native_handle(), host.c_str());
+        stream_.set_verify_callback(net::ssl::host_name_verification(host));
+        stream_.async_handshake(net::ssl::stream_base::client, [self = this->shared_from_this()](beast::error_code e) {
+            if (e)
+                return self->finish({std::nullopt, "TLS handshake with " + self->peer_->host() + ":" +
+                                                       self->peer_->port() + ": " + e.message()},
+                                    false);
+            self->connected_ = true;
+            self->send();
+        });
+    }
+}
+
+template <class Stream>
+void client_connection_of<Stream>::send() {
     req_.emplace(call_.method, call_.target, 11);
     req_->set(beast_http::field::host, peer_->host() + ":" + peer_->port());
     req_->keep_alive(true);
@@ -229,8 +322,8 @@ inline void client_connection::send() {
     req_->prepare_payload();
     parser_.emplace();
     parser_->body_limit(options_->body_limit);
-    stream_.expires_after(options_->request_timeout);
-    beast_http::async_write(stream_, *req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    tcp().expires_after(options_->request_timeout);
+    beast_http::async_write(stream_, *req_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
         // A peer may answer before it read the whole request (413 to a body
         // over its limit) and close: its answer is read all the same.
         const bool answered_early = ec == net::error::broken_pipe || ec == net::error::connection_reset;
@@ -252,12 +345,13 @@ inline void client_connection::send() {
     });
 }
 
-inline void client_connection::finish(client_result r, bool reusable) {
+template <class Stream>
+void client_connection_of<Stream>::finish(client_result r, bool reusable) {
     const bool was_reused = used_;
     if (!reusable) {
         beast::error_code ec;
-        stream_.socket().close(ec);
-        connected_ = false;
+        tcp().socket().close(ec);
+        connected_ = false;  // never used again: the peer drops it (returned)
     }
     used_ = true;
     client_call call = std::move(call_);
@@ -266,15 +360,13 @@ inline void client_connection::finish(client_result r, bool reusable) {
                             call.method == beast_http::verb::put || call.method == beast_http::verb::delete_;
     if (!r.reply && was_reused && !call.retried && idempotent) {
         // The peer closed the kept-alive connection before this request
-        // reached it (its idle timeout): once more, on a new connection.
+        // reached it (its idle timeout): once more, on another connection.
         call.retried = true;
-        call_ = std::move(call);
-        buffer_.consume(buffer_.size());
-        connect();
+        peer_->resend(std::move(call));
         return;
     }
     auto done = std::move(call.done);
-    peer_->returned(shared_from_this(), reusable);
+    peer_->returned(this->shared_from_this(), reusable);
     done(std::move(r));
 }
 
@@ -285,12 +377,14 @@ inline void client_connection::finish(client_result r, bool reusable) {
 class client {
 public:
     /// @brief A client on another's threads (a server's executor).
-    client(boost::asio::any_io_executor ex, client_options o = {}) : executor_(std::move(ex)), options_(std::move(o)) {}
+    /// @throws std::runtime_error a TLS file that cannot be used
+    client(boost::asio::any_io_executor ex, client_options o = {})
+        : executor_(std::move(ex)), options_(std::move(o)), tls_(tls_of(options_)) {}
 
     /// @brief A client with threads of its own (`threads`, at least one).
     explicit client(client_options o = {}, unsigned threads = 1)
         : owned_(std::make_unique<owned_threads>(threads)), executor_(owned_->ioc.get_executor()),
-          options_(std::move(o)) {}
+          options_(std::move(o)), tls_(tls_of(options_)) {}
 
     client(const client&) = delete;
     client& operator=(const client&) = delete;
@@ -340,6 +434,10 @@ public:
     }
 
 private:
+    static std::shared_ptr<boost::asio::ssl::context> tls_of(const client_options& o) {
+        return o.tls ? detail::make_client_tls(*o.tls) : nullptr;
+    }
+
     struct owned_threads {
         explicit owned_threads(unsigned n) : guard(boost::asio::make_work_guard(ioc)) {
             for (unsigned i = 0; i < (n == 0 ? 1 : n); ++i) threads.emplace_back([this] { ioc.run(); });
@@ -364,7 +462,8 @@ private:
             throw std::invalid_argument("endpoint '" + endpoint + "' is not host:port");
         std::string host = endpoint.substr(0, colon);
         if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-        auto p = std::make_shared<detail::client_peer>(executor_, std::move(host), endpoint.substr(colon + 1), options_);
+        auto p = std::make_shared<detail::client_peer>(executor_, std::move(host), endpoint.substr(colon + 1), options_,
+                                                       tls_);
         peers_.emplace(endpoint, p);
         return p;
     }
@@ -372,6 +471,7 @@ private:
     std::unique_ptr<owned_threads> owned_;  // first: its threads stop after the rest is gone
     boost::asio::any_io_executor executor_;
     client_options options_;
+    std::shared_ptr<boost::asio::ssl::context> tls_;  // HTTPS when set
     std::mutex mutex_;
     std::map<std::string, std::shared_ptr<detail::client_peer>, std::less<>> peers_;
 };

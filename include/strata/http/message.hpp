@@ -67,8 +67,8 @@ using params = std::map<std::string, std::string, std::less<>>;
 class request {
 public:
     request() = default;
-    request(beast_http::request<beast_http::string_body> m, std::string remote)
-        : message_(std::move(m)), remote_(std::move(remote)) {
+    request(beast_http::request<beast_http::string_body> m, std::string remote, std::string peer_name = {})
+        : message_(std::move(m)), remote_(std::move(remote)), peer_name_(std::move(peer_name)) {
         const std::string_view target(message_.target().data(), message_.target().size());
         const std::size_t q = target.find('?');
         path_ = std::string(target.substr(0, q));
@@ -102,12 +102,16 @@ public:
     [[nodiscard]] const std::string& body() const noexcept { return message_.body(); }
     /// The peer's address and port, "127.0.0.1:51234".
     [[nodiscard]] const std::string& remote() const noexcept { return remote_; }
+    /// Over TLS with client certificates required: the common name of the
+    /// client's certificate, which the handshake verified; else "".
+    [[nodiscard]] const std::string& peer_name() const noexcept { return peer_name_; }
     [[nodiscard]] bool keep_alive() const { return message_.keep_alive(); }
     [[nodiscard]] const beast_http::request<beast_http::string_body>& message() const noexcept { return message_; }
 
 private:
     beast_http::request<beast_http::string_body> message_;
     std::string remote_;
+    std::string peer_name_;
     std::string path_;
     params params_;
 };

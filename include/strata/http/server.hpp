@@ -32,9 +32,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -46,6 +48,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -57,6 +60,16 @@ namespace strata::http {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
+
+/// @brief TLS for a server: its certificate, and optionally the CA its
+/// clients' certificates must be signed by (mutual TLS).
+struct tls_options {
+    std::string certificate_chain_file;  ///< PEM: the server's certificate, then any intermediates
+    std::string private_key_file;        ///< PEM, unencrypted
+    /// PEM; when set, a client must present a certificate signed by one of
+    /// these CAs, or its handshake fails (request::peer_name() then names it).
+    std::string client_ca_file;
+};
 
 /// @brief How a server listens, and its limits.
 struct server_options {
@@ -75,6 +88,7 @@ struct server_options {
     std::uint64_t body_limit = 1024 * 1024;            ///< bytes
     std::size_t target_limit = 8 * 1024;               ///< the request target (path and query), in bytes
     int retry_after_s = 1;                             ///< Retry-After of a 503 for load
+    std::optional<tls_options> tls;                    ///< HTTPS when set (the handshake within header_timeout)
 };
 
 /// @brief What a server counted (read from any thread).
@@ -85,13 +99,38 @@ struct server_counters {
     std::atomic<std::uint64_t> refused_busy{0};  ///< 503: over max_in_flight, or the work queue full
     std::atomic<std::uint64_t> timeouts{0};      ///< connections closed for a slow header, body or write
     std::atomic<std::uint64_t> bad_requests{0};  ///< 400, 413, 414, 431 of the server itself
+    std::atomic<std::uint64_t> tls_failures{0};  ///< handshakes that failed (an untrusted or missing client certificate, not TLS)
 };
 
 namespace detail {
 
 /// What every connection of one server reaches.
+/// The TLS context of a server's options.
+/// @throws std::runtime_error a file that cannot be read or used, named
+inline net::ssl::context make_server_tls(const tls_options& t) {
+    net::ssl::context ctx(net::ssl::context::tls_server);
+    ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+    const auto load = [](const std::string& what, const std::string& file, auto&& f) {
+        try {
+            f();
+        } catch (const boost::system::system_error& e) {
+            throw std::runtime_error("strata::http: the TLS " + what + " '" + file + "' cannot be used: " + e.what());
+        }
+    };
+    load("certificate chain", t.certificate_chain_file, [&] { ctx.use_certificate_chain_file(t.certificate_chain_file); });
+    load("private key", t.private_key_file, [&] { ctx.use_private_key_file(t.private_key_file, net::ssl::context::pem); });
+    if (!t.client_ca_file.empty()) {
+        load("client CA file", t.client_ca_file, [&] { ctx.load_verify_file(t.client_ca_file); });
+        ctx.set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
+    }
+    return ctx;
+}
+
 struct server_shared {
-    explicit server_shared(const server_options& o) : options(o), pool(o.work_threads, o.work_queue) {}
+    explicit server_shared(const server_options& o) : options(o), pool(o.work_threads, o.work_queue) {
+        if (o.tls) tls.emplace(make_server_tls(*o.tls));
+    }
 
     const server_options options;
     router routes;  // set once, before the I/O threads start
@@ -101,19 +140,32 @@ struct server_shared {
     std::atomic<bool> stopping{false};
     std::atomic<bool> stopped{false};  // the I/O threads are gone: nothing more is posted
     server_counters counters;
+    std::optional<net::ssl::context> tls;  // HTTPS when set
     std::mutex live_mutex;
-    std::unordered_map<const void*, std::weak_ptr<reply_sink>> live;  // open connections, closed by stop()
+    std::unordered_map<const void*, std::weak_ptr<class server_connection>> live;  // open connections, closed by stop()
 };
 
-/// One connection, from its accept to its close. Its handlers run on a
-/// strand, one at a time; an answer from another thread is posted there.
-class connection final : public reply_sink, public std::enable_shared_from_this<connection> {
+/// What server::stop needs of a connection of either kind.
+class server_connection : public reply_sink {
 public:
-    connection(tcp::socket s, std::shared_ptr<server_shared> shared)
-        : stream_(std::move(s)), timer_(stream_.get_executor()), shared_(std::move(shared)) {
+    /// Closes the socket; only once the I/O threads are gone (server::stop).
+    virtual void force_close() noexcept = 0;
+};
+
+/// One connection, from its accept to its close, over a plain or a TLS
+/// stream. Its handlers run on a strand, one at a time; an answer from
+/// another thread is posted there.
+template <class Stream>
+class connection final : public server_connection, public std::enable_shared_from_this<connection<Stream>> {
+    static constexpr bool tls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+public:
+    template <class... StreamArgs>
+    connection(std::shared_ptr<server_shared> shared, tcp::socket s, StreamArgs&... stream_args)
+        : stream_(std::move(s), stream_args...), timer_(tcp().get_executor()), shared_(std::move(shared)) {
         beast::error_code ec;
-        stream_.socket().set_option(tcp::no_delay(true), ec);  // a response goes out at once, not after a delayed ACK
-        const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+        tcp().socket().set_option(tcp::no_delay(true), ec);  // a response goes out at once, not after a delayed ACK
+        const tcp::endpoint peer = tcp().socket().remote_endpoint(ec);
         if (!ec) remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
         shared_->connections.fetch_add(1);
     }
@@ -128,47 +180,94 @@ public:
         shared_->connections.fetch_sub(1);
     }
 
-    /// Closes the socket; only once the I/O threads are gone (server::stop).
-    void force_close() noexcept {
+    void force_close() noexcept override {
         beast::error_code ec;
-        stream_.socket().close(ec);
+        tcp().socket().close(ec);
     }
 
     /// Serves requests; with `refuse`, answers 503 and closes (over max_connections).
     void start(bool refuse) {
         {
             const std::lock_guard lock(shared_->live_mutex);
-            shared_->live.emplace(this, weak_from_this());
+            shared_->live.emplace(this, this->weak_from_this());
         }
-        net::dispatch(stream_.get_executor(), [self = shared_from_this(), refuse] {
-            if (refuse) {
-                self->shared_->counters.connections_refused.fetch_add(1);
-                self->version_ = 11;
-                self->finish_with(error_response(503, "unavailable", "the server has too many open connections",
-                                                 self->shared_->options.retry_after_s));
-            } else {
-                self->await_request();
-            }
+        net::dispatch(tcp().get_executor(), [self = this->shared_from_this(), refuse] {
+            if constexpr (tls) self->handshake(refuse);
+            else self->begin(refuse);
         });
     }
 
     void deliver(response r) override {
         if (shared_->stopped.load()) return;
-        net::post(stream_.get_executor(),
-                  [self = shared_from_this(), r = std::move(r)]() mutable { self->write(std::move(r)); });
+        net::post(tcp().get_executor(),
+                  [self = this->shared_from_this(), r = std::move(r)]() mutable { self->write(std::move(r)); });
     }
 
 private:
     const server_options& options() const noexcept { return shared_->options; }
+    beast::tcp_stream& tcp() noexcept { return beast::get_lowest_layer(stream_); }
+
+    /// TLS: the handshake, within header_timeout; one that fails (no
+    /// client certificate where one is required, one no trusted CA signed,
+    /// not TLS at all) closes the connection.
+    void handshake(bool refuse) {
+        arm(options().header_timeout);
+        stream_.async_handshake(net::ssl::stream_base::server,
+                                [self = this->shared_from_this(), refuse](beast::error_code ec) {
+                                    self->disarm();
+                                    if (ec) {
+                                        self->shared_->counters.tls_failures.fetch_add(1);
+                                        return self->close();
+                                    }
+                                    self->peer_name_ = self->verified_peer_name();
+                                    self->begin(refuse);
+                                });
+    }
+
+    /// The common name of the client's certificate, when the handshake verified one.
+    std::string verified_peer_name() {
+        if constexpr (tls) {
+            X509* cert = SSL_get_peer_certificate(stream_.native_handle());
+            if (cert == nullptr) return {};
+            std::string name;
+            char buf[256] = {};
+            if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, buf, sizeof buf) > 0) name = buf;
+            X509_free(cert);
+            return name;
+        } else {
+            return {};
+        }
+    }
+
+    void begin(bool refuse) {
+        if (!refuse) return await_request();
+        shared_->counters.connections_refused.fetch_add(1);
+        version_ = 11;
+        finish_with(error_response(503, "unavailable", "the server has too many open connections",
+                                   shared_->options.retry_after_s));
+    }
 
     // Waits for the next request's first byte with no buffer held: an idle
     // connection costs its socket and this object.
     void await_request() {
         if (shared_->stopping.load()) return close();
         if (buffer_.size() > 0) return read_header();  // a pipelined request is here already
-        buffer_.shrink_to_fit();
         arm(options().idle_timeout);
-        stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+        if constexpr (tls) {
+            // The TLS stream may hold the request's bytes already (read from
+            // the socket with the handshake's last ones): the socket would not
+            // wake for them, so the first bytes are read through TLS. A TLS
+            // connection costs its buffers anyway (two TLS records).
+            tcp().expires_never();
+            return stream_.async_read_some(buffer_.prepare(first_read_size),
+                                           [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                                               if (ec || self->timed_out_) return self->close();
+                                               self->buffer_.commit(n);
+                                               self->read_header();
+                                           });
+        }
+        buffer_.shrink_to_fit();
+        tcp().socket().async_wait(tcp::socket::wait_read, [self = this->shared_from_this()](beast::error_code ec) {
             if (ec || self->timed_out_) return self->close();  // gone, or idle too long: closed quietly
             self->read_header();
         });
@@ -182,11 +281,11 @@ private:
         timed_out_ = false;
         const std::uint64_t armed = ++timer_generation_;
         timer_.expires_after(t);
-        timer_.async_wait([self = shared_from_this(), armed](beast::error_code ec) {
+        timer_.async_wait([self = this->shared_from_this(), armed](beast::error_code ec) {
             if (ec || armed != self->timer_generation_) return;
             self->timed_out_ = true;
             beast::error_code ignored;
-            self->stream_.socket().cancel(ignored);
+            self->tcp().socket().cancel(ignored);
         });
     }
 
@@ -198,13 +297,13 @@ private:
     void read_header() {
         // The stream's own expiry is for writes only: one set for the last
         // response would otherwise cut this read short, and close the socket.
-        stream_.expires_never();
+        tcp().expires_never();
         parser_.emplace();
         parser_->header_limit(options().header_limit);
         parser_->body_limit(options().body_limit);
         arm(options().header_timeout);
         beast_http::async_read_header(stream_, buffer_, *parser_,
-                                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                                           self->on_header(ec);
                                       });
     }
@@ -223,9 +322,9 @@ private:
             // The client waits for this before it sends the body (curl does for a second).
             auto cont = std::make_shared<beast_http::response<beast_http::empty_body>>(beast_http::status::continue_,
                                                                                        version_);
-            stream_.expires_after(options().write_timeout);
+            tcp().expires_after(options().write_timeout);
             return beast_http::async_write(stream_, *cont,
-                                           [self = shared_from_this(), cont](beast::error_code e, std::size_t) {
+                                           [self = this->shared_from_this(), cont](beast::error_code e, std::size_t) {
                                                if (e) return self->close();
                                                self->read_body();
                                            });
@@ -234,8 +333,8 @@ private:
     }
 
     void read_body() {
-        stream_.expires_never();  // after a 100 Continue's write: the body timeout is arm()'s
-        beast_http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        tcp().expires_never();  // after a 100 Continue's write: the body timeout is arm()'s
+        beast_http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec) return self->failed(ec, "body");
             self->disarm();
             self->dispatch();
@@ -291,7 +390,7 @@ private:
                                         options().retry_after_s));
         }
         counted_ = true;
-        auto state = std::make_shared<exchange_state>(request(std::move(m), remote_), shared_from_this(),
+        auto state = std::make_shared<exchange_state>(request(std::move(m), remote_, peer_name_), this->shared_from_this(),
                                                       &shared_->pool, options().retry_after_s);
         state->refused_busy = &shared_->counters.refused_busy;
         shared_->routes.dispatch(std::move(state));
@@ -312,8 +411,8 @@ private:
             res->body().clear();
             res->content_length(n);
         }
-        stream_.expires_after(options().write_timeout);
-        beast_http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+        tcp().expires_after(options().write_timeout);
+        beast_http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
             self->release_slot();
             if (ec == beast::error::timeout) self->shared_->counters.timeouts.fetch_add(1);
             if (!ec && self->linger_) return self->linger();
@@ -334,15 +433,15 @@ private:
     /// reads it.
     void linger() {
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
         if (!discard_) discard_ = std::make_unique<char[]>(discard_size);
-        stream_.expires_after(std::chrono::seconds(2));
+        tcp().expires_after(std::chrono::seconds(2));
         drain();
     }
 
     void drain() {
         stream_.async_read_some(net::buffer(discard_.get(), discard_size),
-                                [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                                     self->drained_ += n;
                                     if (ec || self->drained_ > linger_limit) return self->close();
                                     self->drain();
@@ -354,11 +453,11 @@ private:
         closed_ = true;
         beast::error_code ec;
         disarm();
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-        stream_.socket().close(ec);
+        tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+        tcp().socket().close(ec);
     }
 
-    beast::tcp_stream stream_;
+    Stream stream_;
     net::steady_timer timer_;  // the idle, header and body timeouts
     std::uint64_t timer_generation_ = 0;  // an expiry of an older arming is ignored
     bool timed_out_ = false;
@@ -366,12 +465,14 @@ private:
     beast::flat_buffer buffer_;
     std::optional<beast_http::request_parser<beast_http::string_body>> parser_;
     std::string remote_;
+    std::string peer_name_;  // TLS: the verified client certificate's common name
     unsigned version_ = 0;
     bool keep_alive_ = false;
     bool head_ = false;
     bool counted_ = false;  // holds a max_in_flight slot
     bool linger_ = false;  // close after the answer, reading what still comes for a while
     bool closed_ = false;
+    static constexpr std::size_t first_read_size = 1024;  // TLS: the first read of a request
     static constexpr std::size_t discard_size = 16 * 1024;
     static constexpr std::size_t linger_limit = 64 * 1024 * 1024;  // bytes read and dropped at most (2 s at most)
     std::unique_ptr<char[]> discard_;  // only while lingering
@@ -459,13 +560,13 @@ public:
         // close here, so that clients are refused, not left waiting.
         beast::error_code ec;
         acceptor_.close(ec);
-        std::vector<std::shared_ptr<detail::reply_sink>> open;
+        std::vector<std::shared_ptr<detail::server_connection>> open;
         {
             const std::lock_guard lock(shared_->live_mutex);
             for (auto& [key, weak] : shared_->live)
                 if (auto c = weak.lock()) open.push_back(std::move(c));
         }
-        for (auto& c : open) static_cast<detail::connection&>(*c).force_close();
+        for (auto& c : open) c->force_close();
     }
 
 private:
@@ -483,7 +584,12 @@ private:
             }
             shared_->counters.connections_accepted.fetch_add(1);
             const bool refuse = shared_->connections.load() >= shared_->options.max_connections;
-            std::make_shared<detail::connection>(std::move(s), shared_)->start(refuse);
+            if (shared_->tls)
+                std::make_shared<detail::connection<beast::ssl_stream<beast::tcp_stream>>>(shared_, std::move(s),
+                                                                                          *shared_->tls)
+                    ->start(refuse);
+            else
+                std::make_shared<detail::connection<beast::tcp_stream>>(shared_, std::move(s))->start(refuse);
             accept();
         });
     }
