@@ -17,6 +17,7 @@
 #include <strata/http/server.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <set>
 #include <thread>
 #include <utility>
@@ -446,4 +447,99 @@ TEST_CASE("gateway: every error (the HTTP server's own too) has the JSON error b
     CHECK(bad.body["error"].get<std::string>().find("%C3%28x") != std::string::npos);
     // A parameter that quotes bytes that are not UTF-8 back is still JSON.
     require_error_body(send(port, "GET", "/strata/stores/counts/keys/k1?position=%FF"), 400, "bad_request");
+}
+
+TEST_CASE("gateway: over TLS with a token and a peers' secret, reads need the token, only peers may mark a request "
+          "forwarded, and forwarding still answers every key",
+          "[kafka][gateway][tls]") {
+    test_support::temp_dir dir;
+    const std::string certs = (dir / "certs").string();
+    REQUIRE(std::system(("'" + std::string(STRATA_SOURCE_DIR) + "/scripts/make-test-certs.sh' '" + certs + "'").c_str()) ==
+            0);
+    constexpr std::int32_t partitions = 4;
+    constexpr int keys = 40;
+    const std::string app_id = kafka_test::unique_name("gw-tls");
+    const std::string input = kafka_test::make_topic("gw-tls-in", partitions, {{"cleanup.policy", "delete"}});
+
+    strata::http::server_options so;
+    so.io_threads = 2;
+    so.tls = strata::http::tls_options{certs + "/server.pem", certs + "/server.key", ""};
+    strata::http::server server_a(so), server_b(so);
+    gw::gateway_options go;
+    go.bearer_token = "reader-token";
+    go.peer_secret = "peers-only";
+    go.peer_tls = strata::http::client_tls_options{certs + "/ca.pem", "", ""};
+    auto a = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "a", server_a.endpoint()),
+                                                            stores(), counting{});
+    auto b = rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "b", server_b.endpoint()),
+                                                            stores(), counting{});
+    gw::gateway gate_a(a, go), gate_b(b, go);
+    serve(gate_a);
+    serve(gate_b);
+    strata::http::router ra, rb;
+    gate_a.add_routes(ra);
+    gate_b.add_routes(rb);
+    server_a.start(std::move(ra));
+    server_b.start(std::move(rb));
+
+    input_writer w(input, partitions);
+    for (std::int64_t i = 0; i < 400; ++i) w.write(i, keys);
+    w.flush();
+    std::map<std::string, std::int64_t> counts;
+    for (const auto& part : w.written())
+        for (const auto& in : part) ++counts[in.key];
+    running run_a(a);
+    running run_b(b);
+    REQUIRE(await_committed(app_id, input, w.written(), 60s));
+    REQUIRE(await_metadata(a, 2, 60s));
+    REQUIRE(await_metadata(b, 2, 60s));
+
+    strata::http::client_options co;
+    co.tls = strata::http::client_tls_options{certs + "/ca.pem", "", ""};
+    co.request_timeout = 10s;
+    strata::http::client c(co);
+    const auto ask = [&](const strata::http::server& s, const std::string& path, strata::http::header_list headers) {
+        const strata::http::client_result r = c.get(s.endpoint(), path, std::move(headers));
+        INFO(r.failure);
+        REQUIRE(r.reply);
+        return reply{r.reply->status, json::parse(r.reply->body, nullptr, false), r.reply->retry_after.has_value()};
+    };
+    const strata::http::header_list token{{"Authorization", "Bearer reader-token"}};
+
+    const reply none = ask(server_a, "/strata/instances", {});
+    CHECK(none.code == 401);
+    CHECK(none.body["status"] == "unauthorized");
+    const reply wrong = ask(server_a, "/strata/stores/counts/keys/k1", {{"Authorization", "Bearer guess"}});
+    CHECK(wrong.code == 403);
+    CHECK(wrong.body["status"] == "forbidden");
+
+    // Every key from either instance, over TLS, forwarded with the secret.
+    for (const auto& [key, n] : counts) {
+        for (const strata::http::server* s : {&server_a, &server_b}) {
+            reply r;
+            const auto deadline = std::chrono::steady_clock::now() + 60s;
+            do {
+                r = ask(*s, "/strata/stores/counts/keys/" + gw::url_encode(key), token);
+                if (r.code == 200) break;
+                REQUIRE(r.code == 503);
+                std::this_thread::sleep_for(50ms);
+            } while (std::chrono::steady_clock::now() < deadline);
+            REQUIRE(r.code == 200);
+            CHECK(r.body["value"] == n);
+        }
+    }
+    CHECK(a.metrics().counter_for("strata_gateway_forwarded_total", "").value() > 0);
+    CHECK(a.metrics().counter_for("strata_gateway_forward_failures_total", "").value() == 0);
+
+    // The forwarded marker from a client without the secret: refused.
+    strata::http::header_list forged = token;
+    forged.emplace_back("X-Strata-Forwarded", "b");
+    const reply refused = ask(server_a, "/strata/stores/counts/keys/k1", forged);
+    CHECK(refused.code == 403);
+    CHECK(refused.body["error"] == "only another instance of the application may send X-Strata-Forwarded");
+    forged.emplace_back("X-Strata-Peer-Secret", "peers-only");
+    const reply admitted = ask(server_a, "/strata/stores/counts/keys/k1", forged);
+    CHECK((admitted.code == 200 || admitted.body["status"] == "not_owned"));  // answered here or refused, never forwarded
+    run_a.stop();
+    run_b.stop();
 }

@@ -87,6 +87,22 @@ struct gateway_options {
     std::size_t default_page_size = 100;                ///< entries per page of a scan when the request names none
     std::size_t max_page_size = 1'000;                  ///< more is a bad request
     std::chrono::milliseconds max_position_wait{10'000};  ///< the most a read-your-writes request may wait
+
+    /// Reads need `Authorization: Bearer <token>` when set: 401 without
+    /// the header, 403 with another token. Forwarded requests carry it on.
+    std::string bearer_token{};
+    /// Who may mark a request as forwarded (`X-Strata-Forwarded`: the
+    /// instance answers it or says why not, and never forwards it). With a
+    /// secret, only a request that also carries it (`X-Strata-Peer-Secret`,
+    /// which every instance sends when it forwards); with peer names, only a
+    /// TLS client whose verified certificate has one of them as its common
+    /// name (request::peer_name). Otherwise anyone may (a 403 `forbidden`
+    /// otherwise). Neither set: anyone, which suits a private network only.
+    std::string peer_secret{};
+    std::vector<std::string> peer_names{};
+    /// TLS to the other instances when forwarding (their endpoints serve
+    /// HTTPS); with a certificate and key, for servers that require one.
+    std::optional<http::client_tls_options> peer_tls{};
 };
 
 /// @brief What a request asks besides its key, from its query parameters
@@ -128,6 +144,7 @@ struct request_options {
     }
 
     static constexpr const char* forwarded_header = "X-Strata-Forwarded";
+    static constexpr const char* peer_secret_header = "X-Strata-Peer-Secret";
 
     static std::int64_t number(const http::request& req, const char* name) {
         const std::string v = req.param(name);
@@ -389,7 +406,7 @@ template <class App>
 class gateway {
 public:
     explicit gateway(App& app, gateway_options o = {})
-        : app_(&app), options_(std::move(o)), clients_(options_.forward_timeout),
+        : app_(&app), options_(std::move(o)), clients_(options_.forward_timeout, 32, options_.peer_tls),
           forwarded_(&app.metrics().counter_for("strata_gateway_forwarded_total",
                                                 "Requests this gateway forwarded to the instance that runs the partition")),
           forward_failed_(&app.metrics().counter_for("strata_gateway_forward_failures_total",
@@ -456,7 +473,10 @@ public:
                 return query_partition(ex.capture(0), ex.capture(2), parse_partition(ex.capture(1)), args_of(ex.req()), o);
             });
         });
-        r.route_inline(verb::get, p + "/instances", [this](const http::exchange&) { return instances().to_response(); });
+        r.route_inline(verb::get, p + "/instances", [this](const http::exchange& ex) {
+            if (std::optional<answer> no = admit(ex.req())) return no->to_response();
+            return instances().to_response();
+        });
     }
 
     /// @brief Serves the gateway's routes on a server of its own, which
@@ -599,6 +619,7 @@ private:
     /// Runs a route's work; a bad parameter is a 400.
     template <class Work>
     http::response guarded(const http::exchange& ex, Work&& work) {
+        if (std::optional<answer> no = admit(ex.req())) return no->to_response();
         answer a;
         try {
             a = work(request_options::from(ex.req(), options_));
@@ -614,6 +635,10 @@ private:
     /// here, forwarded without holding a thread when it is not; a read that
     /// waits for a position goes to the work pool.
     void serve_key(const http::exchange& ex) {
+        if (std::optional<answer> no = admit(ex.req())) {
+            ex.respond(no->to_response());
+            return;
+        }
         request_options o;
         try {
             o = request_options::from(ex.req(), options_);
@@ -632,6 +657,40 @@ private:
         } catch (const bad_request& e) {
             ex.respond(error_answer(400, "bad_request", e.what()).to_response());
         }
+    }
+
+    /// The refusal of a request its sender may not make (see gateway_options):
+    /// without the token (401) or with another (403), or marked as
+    /// forwarded by someone who is not a peer (403).
+    std::optional<answer> admit(const http::request& req) const {
+        if (!options_.bearer_token.empty()) {
+            const std::string_view auth = req.header("Authorization");
+            if (auth.empty())
+                return error_answer(401, "unauthorized", "reads need the header Authorization: Bearer <token>");
+            if (!same_secret(auth, "Bearer " + options_.bearer_token))
+                return error_answer(403, "forbidden", "the bearer token is not this gateway's");
+        }
+        if (req.has_header(request_options::forwarded_header)) {
+            bool peer = true;
+            if (!options_.peer_secret.empty())
+                peer = same_secret(req.header(request_options::peer_secret_header), options_.peer_secret);
+            else if (!options_.peer_names.empty())
+                peer = std::find(options_.peer_names.begin(), options_.peer_names.end(), req.peer_name()) !=
+                       options_.peer_names.end();
+            if (!peer)
+                return error_answer(403, "forbidden",
+                                    std::string("only another instance of the application may send ") +
+                                        request_options::forwarded_header);
+        }
+        return std::nullopt;
+    }
+
+    /// Compares a secret in time that does not depend on where it differs.
+    static bool same_secret(std::string_view given, std::string_view expected) noexcept {
+        unsigned char diff = given.size() == expected.size() ? 0 : 1;
+        for (std::size_t i = 0; i < expected.size(); ++i)
+            diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+        return diff == 0;
     }
 
     /// What a key read finds here: the answer when there is one to give
@@ -719,6 +778,7 @@ private:
                     c->targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
         }
         c->headers.emplace_back(request_options::forwarded_header, app_->config().instance_id);
+        if (!options_.peer_secret.empty()) c->headers.emplace_back(request_options::peer_secret_header, options_.peer_secret);
         if (!o.authorization.empty()) c->headers.emplace_back("Authorization", o.authorization);
         forward_next(std::move(c));
     }

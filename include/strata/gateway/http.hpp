@@ -247,8 +247,10 @@ struct forwarded {
 /// its own, so a caller on any thread may wait for an answer).
 class client_pool {
 public:
-    explicit client_pool(std::chrono::milliseconds timeout, std::size_t connections_per_peer = 32)
-        : client_(options(timeout, connections_per_peer), 2) {}
+    /// @throws std::runtime_error a TLS file that cannot be used
+    explicit client_pool(std::chrono::milliseconds timeout, std::size_t connections_per_peer = 32,
+                         std::optional<http::client_tls_options> tls = std::nullopt)
+        : client_(options(timeout, connections_per_peer, std::move(tls)), 2) {}
 
     /// @brief GETs `path` (with its query) from `endpoint`; `done` gets the
     /// result on the pool's threads. With `parse` false, the reply's body
@@ -265,8 +267,10 @@ public:
     }
 
 private:
-    static http::client_options options(std::chrono::milliseconds timeout, std::size_t per_peer) {
+    static http::client_options options(std::chrono::milliseconds timeout, std::size_t per_peer,
+                                        std::optional<http::client_tls_options> tls) {
         http::client_options o;
+        o.tls = std::move(tls);
         o.connect_timeout = timeout;
         o.request_timeout = timeout;
         o.max_connections_per_peer = per_peer;
