@@ -45,6 +45,13 @@
 #   STRATA_KAFKA_STOP_TIMEOUT     seconds between SIGTERM and SIGKILL (30)
 #   STRATA_KAFKA_EXTRA_PROPERTIES extra server.properties lines, appended last
 #                                 (later lines win)
+#   STRATA_KAFKA_SECURE_PORT      a second client listener, SASL_SSL with SCRAM-SHA-256
+#                                 (9094 for the broker on 9092, else none), on a single
+#                                 broker only; its
+#                                 certificate is signed by a test CA made in the run
+#                                 dir (scripts/make-test-certs.sh), its user
+#                                 `strata` with the password `strata-secret`;
+#                                 `env` prints them. 0: none
 #
 # One node of a cluster (scripts/kafka-cluster.sh sets these for each node):
 #   STRATA_KAFKA_NODE_ID          this node's id (1)
@@ -96,6 +103,19 @@ else
 fi
 
 readonly bootstrap="127.0.0.1:${port}"
+# The SASL_SSL listener: a single broker only (a cluster's nodes would share the port).
+# By default only the broker of the default port has one (9094): the tests'
+# other brokers take ports of their own around theirs.
+if [[ -n "${STRATA_KAFKA_QUORUM_VOTERS:-}" ]]; then
+  secure_port=0
+elif [[ "${port}" == 9092 ]]; then
+  secure_port="${STRATA_KAFKA_SECURE_PORT:-9094}"
+else
+  secure_port="${STRATA_KAFKA_SECURE_PORT:-0}"
+fi
+readonly secure_port
+readonly certs_dir="${run_dir}/certs"
+readonly scram_user=strata scram_password=strata-secret
 readonly data_dir="${run_dir}/data"
 readonly logs_dir="${run_dir}/logs"
 readonly pid_file="${run_dir}/broker.pid"
@@ -211,6 +231,17 @@ random_cluster_id() {
 }
 
 write_config() {
+  local secure_listener="" secure_advertised="" secure_config=""
+  if ((secure_port > 0)); then
+    secure_listener=",SASL_SSL://127.0.0.1:${secure_port}"
+    secure_advertised=",SASL_SSL://127.0.0.1:${secure_port}"
+    # The key and its certificate in one PEM file, as Kafka's PEM keystore wants them.
+    secure_config="# The SASL_SSL listener: TLS with a test CA's certificate, SCRAM-SHA-256 users.
+sasl.enabled.mechanisms=SCRAM-SHA-256
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=${certs_dir}/broker-keystore.pem"
+  fi
   cat >"${props_file}" <<EOF
 # Written by scripts/kafka-broker.sh; rewritten on every start.
 # One JVM is both a KRaft controller and a broker (the only one, unless
@@ -218,12 +249,13 @@ write_config() {
 process.roles=broker,controller
 node.id=${node_id}
 controller.quorum.voters=${quorum_voters}
-listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:${port}
+listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller_port}${secure_listener}
+advertised.listeners=PLAINTEXT://127.0.0.1:${port}${secure_advertised}
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL
 log.dirs=${data_dir}
+${secure_config}
 
 # Small thread pools: the machine has two cores and the load is a test's.
 num.network.threads=2
@@ -383,19 +415,27 @@ cmd_start() {
   local pid
   if pid="$(running_pid)"; then
     # Same run dir, other ports: the caller would talk to the wrong address.
-    grep -qx "advertised.listeners=PLAINTEXT://${bootstrap}" "${props_file}" \
+    grep -q "^advertised.listeners=PLAINTEXT://${bootstrap}\(,\|$\)" "${props_file}" \
       || die "a broker from ${run_dir} already runs on other ports ($(grep '^advertised.listeners=' "${props_file}")); stop it or set STRATA_KAFKA_RUN_DIR"
     say "already running (pid ${pid}) on ${bootstrap}"
     return 0
   fi
   rm -f "${pid_file}"
   # Kafka would fail to bind anyway; saying so here is clearer than its stack trace.
-  for p in "${port}" "${controller_port}"; do
+  local ports=("${port}" "${controller_port}")
+  ((secure_port > 0)) && ports+=("${secure_port}")
+  for p in "${ports[@]}"; do
     port_open "${p}" && die "port ${p} is already in use by another process (set STRATA_KAFKA_PORT / STRATA_KAFKA_CONTROLLER_PORT)"
   done
 
   mkdir -p "${logs_dir}"
   write_config
+  if ((secure_port > 0)) && [[ ! -f "${certs_dir}/broker-keystore.pem" ]]; then
+    "${script_dir}/make-test-certs.sh" "${certs_dir}"
+    cat "${certs_dir}/server.key" "${certs_dir}/server.pem" >"${certs_dir}/broker-keystore.pem"
+  fi
+  local scram=()
+  ((secure_port > 0)) && scram=(--add-scram "SCRAM-SHA-256=[name=${scram_user},password=${scram_password}]")
   if ((keep_data)) && [[ -f "${data_dir}/meta.properties" ]]; then
     say "starting on the existing data in ${data_dir}"
   else
@@ -404,7 +444,7 @@ cmd_start() {
     local cluster_id="${STRATA_KAFKA_CLUSTER_ID:-}"
     [[ -n "${cluster_id}" ]] || cluster_id="$(random_cluster_id)"
     java -cp "${libs_dir}/*" "${log4j_property}=file:${tools_log4j_file}" \
-      kafka.tools.StorageTool format -t "${cluster_id}" -c "${props_file}" \
+      kafka.tools.StorageTool format -t "${cluster_id}" -c "${props_file}" "${scram[@]}" \
       >"${logs_dir}/format.out" 2>&1 \
       || { cat "${logs_dir}/format.out" >&2; die "formatting ${data_dir} failed"; }
     say "formatted ${data_dir} (cluster id ${cluster_id})"
@@ -538,6 +578,13 @@ cmd_status() {
 cmd_env() {
   echo "export STRATA_KAFKA_BOOTSTRAP=${bootstrap}"
   echo "export STRATA_KAFKA_LIBS_DIR=${libs_dir}"
+  if ((secure_port > 0)); then
+    echo "export STRATA_KAFKA_SECURE_BOOTSTRAP=127.0.0.1:${secure_port}"
+    echo "export STRATA_KAFKA_SECURE_CA=${certs_dir}/ca.pem"
+    echo "export STRATA_KAFKA_SCRAM_USER=${scram_user}"
+    echo "export STRATA_KAFKA_SCRAM_PASSWORD=${scram_password}"
+    echo "export STRATA_KAFKA_CERTS_DIR=${certs_dir}"
+  fi
 }
 
 run_tool() {

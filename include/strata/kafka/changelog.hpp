@@ -31,6 +31,11 @@ struct kafka_changelog_options {
     std::string bootstrap_servers{};  ///< e.g. "127.0.0.1:9092"
     std::string topic{};              ///< see changelog_topic_name() and ensure_topic()
     std::int32_t partition = 0;     ///< the partition this store instance owns
+    /// librdkafka settings of every client (the producer and the consumers):
+    /// the connection's security, e.g. security.protocol=SASL_SSL,
+    /// sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location.
+    /// producer_settings and consumer_settings win where they name the same.
+    settings client_settings{};
     /// librdkafka settings of the producer, passed through: batching
     /// (`linger.ms`, `batch.size`), `compression.type`, `message.timeout.ms`
     /// (how long a record may wait for a broker before flush() fails), ...
@@ -81,7 +86,7 @@ struct kafka_changelog_options {
 
 namespace detail {
 inline client make_consumer(const kafka_changelog_options& o) {
-    conf c;
+    conf c(o.client_settings);
     c.set("bootstrap.servers", o.bootstrap_servers);
     c.set(replay_consumer_settings(o.read_committed));
     c.set(o.consumer_settings);
@@ -115,9 +120,9 @@ public:
     /// @brief Connects with its own idempotent producer.
     /// @throws changelog_error no broker answers within `connect_timeout`, the
     ///         topic or partition does not exist, a setting is invalid
-    explicit kafka_changelog(kafka_changelog_options o)
-        : kafka_changelog(o, std::make_shared<producer>(
-                                 producer_options{o.bootstrap_servers, std::nullopt, o.producer_settings})) {}
+    /// A wrong password or an untrusted broker certificate fails here, with
+    /// librdkafka's reason (check_access), not as a timeout.
+    explicit kafka_changelog(kafka_changelog_options o) : kafka_changelog(o, checked_producer(o)) {}
 
     /// @brief Writes through a shared producer: with a transactional one, the
     /// records belong to its open transaction (see transaction.hpp) and the
@@ -137,6 +142,16 @@ public:
 
     kafka_changelog(kafka_changelog&&) noexcept = default;
     kafka_changelog& operator=(kafka_changelog&&) noexcept = default;
+
+private:
+    static std::shared_ptr<producer> checked_producer(const kafka_changelog_options& o) {
+        settings s = o.producer_settings;
+        for (const auto& [name, value] : o.client_settings) s.try_emplace(name, value);
+        check_access(o.bootstrap_servers, s, o.connect_timeout);
+        return std::make_shared<producer>(producer_options{o.bootstrap_servers, std::nullopt, std::move(s)});
+    }
+
+public:
 
     /// @brief Queues a copy of `r` (its offset is ignored). Not durable until flush().
     /// @throws changelog_error an earlier record failed, or librdkafka refused this one

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -269,6 +270,56 @@ inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std:
                                   "' (create it first, e.g. with strata::kafka::ensure_topic)",
                               topic_err);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+/// @brief Connects to the cluster at `bootstrap` as a client with `s` would
+/// (its security settings) and asks for its metadata: a wrong SASL password
+/// or a broker certificate no trusted CA signed fails here at once, with
+/// librdkafka's words, instead of as a timeout (librdkafka retries such a
+/// connection for ever, and says why only in its log).
+/// @throws kafka_error RD_KAFKA_RESP_ERR__AUTHENTICATION or __SSL, at the
+///         first such failure; __TIMED_OUT when no broker answered within `timeout`
+inline void check_access(const std::string& bootstrap, const settings& s, std::chrono::milliseconds timeout) {
+    struct seen {
+        std::mutex m;
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        std::string reason;
+    } last;
+    conf c(s);
+    c.set("bootstrap.servers", bootstrap);
+    rd_kafka_conf_set_opaque(c.get(), &last);
+    rd_kafka_conf_set_error_cb(c.get(), [](rd_kafka_t*, int err, const char* reason, void* opaque) {
+        auto* l = static_cast<seen*>(opaque);
+        const std::lock_guard lock(l->m);
+        const auto e = static_cast<rd_kafka_resp_err_t>(err);
+        // The lasting causes win over the transport failures that come with them.
+        if (l->err == RD_KAFKA_RESP_ERR__AUTHENTICATION || l->err == RD_KAFKA_RESP_ERR__SSL) return;
+        l->err = e;
+        l->reason = reason != nullptr ? reason : "";
+    });
+    const client k(RD_KAFKA_PRODUCER, std::move(c));
+    using clock = std::chrono::steady_clock;
+    const auto until = clock::now() + timeout;
+    for (;;) {
+        const rd_kafka_metadata_t* md = nullptr;
+        if (rd_kafka_metadata(k.get(), 0, nullptr, &md, 200) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            rd_kafka_metadata_destroy(md);
+            return;
+        }
+        rd_kafka_poll(k.get(), 0);  // serves the error callback
+        const std::lock_guard lock(last.m);
+        if (last.err == RD_KAFKA_RESP_ERR__AUTHENTICATION || last.err == RD_KAFKA_RESP_ERR__SSL)
+            throw kafka_error("connect to the Kafka cluster at '" + bootstrap + "'", last.err,
+                              last.err == RD_KAFKA_RESP_ERR__AUTHENTICATION
+                                  ? last.reason + " (check sasl.mechanisms, sasl.username and sasl.password)"
+                                  : last.reason + " (check ssl.ca.location: the broker's certificate must be signed by a "
+                                                  "CA it names, for the address asked for)");
+        if (clock::now() >= until)
+            throw kafka_error("no answer from the Kafka cluster at '" + bootstrap + "' within " +
+                                  std::to_string(timeout.count()) + " ms" +
+                                  (last.reason.empty() ? "" : " (last error: " + last.reason + ")"),
+                              RD_KAFKA_RESP_ERR__TIMED_OUT);
     }
 }
 

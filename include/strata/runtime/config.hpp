@@ -115,8 +115,14 @@ struct application_config {
     /// one line each.
     std::function<void(const std::string&)> on_warning{};
 
-    kafka::settings consumer_settings{};  ///< librdkafka settings of the group consumer, passed through
-    kafka::settings producer_settings{};  ///< librdkafka settings of the instance's producer, passed through
+    /// librdkafka settings every client of the instance gets (its consumers,
+    /// producers and admin clients): the connection's security, e.g.
+    /// security.protocol=SASL_SSL, sasl.mechanisms, sasl.username,
+    /// sasl.password, ssl.ca.location. consumer_settings and
+    /// producer_settings add to them, and win where both name a setting.
+    kafka::settings client_settings{};
+    kafka::settings consumer_settings{};  ///< librdkafka settings of the consumers, passed through
+    kafka::settings producer_settings{};  ///< librdkafka settings of the producers, passed through
 
     [[nodiscard]] std::chrono::milliseconds effective_commit_interval() const noexcept {
         if (commit_interval.count() > 0) return commit_interval;
@@ -133,6 +139,15 @@ struct application_config {
         if (bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
         if (standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
+    }
+
+    /// client_settings under consumer_settings and producer_settings, so
+    /// that every client made from those has them (instance does it once).
+    void apply_client_settings() {
+        for (const auto& [name, value] : client_settings) {
+            consumer_settings.try_emplace(name, value);
+            producer_settings.try_emplace(name, value);
+        }
     }
 
     /// Hands a warning to on_warning, or writes it to standard error.

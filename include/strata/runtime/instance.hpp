@@ -70,6 +70,7 @@ public:
         : config_(std::move(config)), registry_(&reg), on_restore_(std::move(on_restore)),
           lifecycle_(config_, std::move(make), reg) {
         config_.validate();
+        config_.apply_client_settings();
         if (config_.instance_id.empty()) {
             char host[256] = {};
             (void)::gethostname(host, sizeof host - 1);

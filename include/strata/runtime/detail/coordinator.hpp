@@ -46,7 +46,7 @@ public:
         : c_(&c),
           reader_(c.bootstrap_servers, topic, c.consumer_settings),
           writer_(c.bootstrap_servers, topic, writer_settings(c)),
-          watch_(c.bootstrap_servers, c.application_id),
+          watch_(c.bootstrap_servers, c.application_id, c.client_settings),
           leader_(leader_settings(c, tasks)),
           incarnation_(make_incarnation()),
           started_ms_(wall_clock_ms()),

@@ -25,8 +25,9 @@ namespace strata::runtime::detail {
 /// Used on one thread.
 class group_watch {
 public:
-    explicit group_watch(const std::string& bootstrap, std::string group)
-        : group_(std::move(group)), client_(make(bootstrap)),
+    /// @param settings librdkafka settings of its admin client (security)
+    group_watch(const std::string& bootstrap, std::string group, const kafka::settings& settings = {})
+        : group_(std::move(group)), client_(make(bootstrap, settings)),
           queue_(rd_kafka_queue_new(client_.get())) {}
 
     /// How long a request may wait for the group's coordinator. Long on
@@ -147,8 +148,8 @@ private:
                                      err, what == nullptr ? "" : what);
     }
 
-    static kafka::client make(const std::string& bootstrap) {
-        kafka::conf c;
+    static kafka::client make(const std::string& bootstrap, const kafka::settings& settings) {
+        kafka::conf c(settings);
         c.set("bootstrap.servers", bootstrap);
         c.set("metadata.max.age.ms", std::to_string(coordinator_memory.count()));
         return kafka::client(RD_KAFKA_PRODUCER, std::move(c));

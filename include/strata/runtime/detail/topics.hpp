@@ -27,6 +27,9 @@ public:
     /// @brief The partition count the input topics share (the tasks).
     /// @throws usage_error they differ
     std::int32_t check_inputs() {
+        // The instance's first contact with the cluster: a wrong password or
+        // an untrusted certificate is said here, at start.
+        kafka::check_access(c_->bootstrap_servers, c_->client_settings, c_->broker_timeout);
         const kafka::client a = admin();
         std::int32_t count = -1;
         for (const std::string& topic : c_->input_topics) {
@@ -80,6 +83,7 @@ private:
     kafka::topic_options options(std::int32_t partitions) const {
         kafka::topic_options o;
         o.bootstrap_servers = c_->bootstrap_servers;
+        o.client_settings = c_->client_settings;
         o.partitions = partitions;
         o.replication_factor = c_->changelog_replication_factor;
         o.topic_configs = c_->changelog_topic_configs;
@@ -88,7 +92,7 @@ private:
     }
 
     kafka::client admin() const {
-        kafka::conf c;
+        kafka::conf c(c_->client_settings);
         c.set("bootstrap.servers", c_->bootstrap_servers);
         return kafka::client(RD_KAFKA_PRODUCER, std::move(c));
     }
