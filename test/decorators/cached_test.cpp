@@ -141,7 +141,7 @@ TEST_CASE("a read keeps an entry recently used so eviction takes another", "[cac
     REQUIRE(s.stats().hits == hits_before + 1);  // key 1 survived; key 2 went first
 }
 
-TEST_CASE("keys that never repeat pass the cache by; keys that repeat are coalesced again", "[cached]") {
+TEST_CASE("keys that never repeat pass the cache by, and keys that repeat are coalesced again", "[cached]") {
     strata::memory_log log;
     auto s = store_t("s") | strata::logged(log) | strata::cached();
     std::map<std::int64_t, std::string> model;

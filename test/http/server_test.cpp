@@ -360,7 +360,7 @@ TEST_CASE("http server: a request beyond max_in_flight gets 503 with Retry-After
     CHECK(s.counters().refused_busy == 1);
 }
 
-TEST_CASE("http server: work that may block runs on the work pool; beyond its queue a request gets 503 at once",
+TEST_CASE("http server: work that may block runs on the work pool, and beyond its queue a request gets 503 at once",
           "[http]") {
     h::server_options o = quick_options();
     o.work_threads = 1;

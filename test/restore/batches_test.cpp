@@ -162,7 +162,7 @@ TEST_CASE("restore in batches reports progress every batch_records records", "[r
     REQUIRE(l.reported == expected);
 }
 
-TEST_CASE("restore in batches: a bad record names its offset; those before it are applied, none after",
+TEST_CASE("restore in batches: a bad record names its offset, and those before it are applied, none after",
           "[restore]") {
     strata::memory_log log;
     using int_kv = strata::hash_map_store<std::int64_t, std::string>;

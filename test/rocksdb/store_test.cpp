@@ -76,7 +76,7 @@ TEST_CASE("rocksdb store: string keys scan in std::string's order", "[rocksdb]")
     CHECK(s.get("ab") == std::optional<std::int32_t>(2));
 }
 
-TEST_CASE("rocksdb store: reads see unflushed writes; a reopen keeps only what flush wrote", "[rocksdb]") {
+TEST_CASE("rocksdb store: reads see unflushed writes, and a reopen keeps only what flush wrote", "[rocksdb]") {
     test_support::temp_dir dir;
     {
         kv s("s", dir.path() / "db");

@@ -103,7 +103,7 @@ TEST_CASE("kafka over SASL_SSL: a wrong password, or a broker certificate no tru
     CHECK(ca_took < std::chrono::seconds(10));
 }
 
-TEST_CASE("runtime over SASL_SSL: an application processes and commits through the secure listener; with a wrong "
+TEST_CASE("runtime over SASL_SSL: an application processes and commits through the secure listener, and with a wrong "
           "password run() stops at once with the reason",
           "[kafka][runtime][security]") {
     test_support::temp_dir dir;

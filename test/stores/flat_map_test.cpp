@@ -107,7 +107,7 @@ TEST_CASE("flat_map: stays at most 3/4 full and reserve avoids growth", "[flat_m
     REQUIRE(reserved.find(7) == reserved.end());
 }
 
-TEST_CASE("flat_map: try_emplace builds only an absent entry; moves leave the source empty", "[flat_map]") {
+TEST_CASE("flat_map: try_emplace builds only an absent entry, and moves leave the source empty", "[flat_map]") {
     strata::detail::flat_map<std::string, std::string> map;
     auto [it, inserted] = map.try_emplace(std::string("k"), "first");
     REQUIRE(inserted);

@@ -30,7 +30,7 @@ std::pair<int, std::string> run(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("strata-log verify finds damage without changing the log; repair cuts to the last intact flush",
+TEST_CASE("strata-log verify finds damage without changing the log, and repair cuts to the last intact flush",
           "[tools]") {
     strata::test::temp_dir dir;
     const auto log_dir = dir.path() / "log";

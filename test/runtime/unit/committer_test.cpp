@@ -290,7 +290,7 @@ TEST_CASE("committer: exactly-once commits the transaction, opens the next, then
     CHECK(f.t0.uncommitted == 0);
 }
 
-TEST_CASE("committer: an aborted transaction asks for a rebuild; a fenced producer throws", "[runtime][committer]") {
+TEST_CASE("committer: an aborted transaction asks for a rebuild, and a fenced producer throws", "[runtime][committer]") {
     fixture f(true);
     committer c = f.make();
     f.t0.uncommitted = 5;

@@ -138,7 +138,7 @@ TEST_CASE("leader: a newer claim deposes a leader that did not hear it lost", "[
     CHECK_FALSE(ld.leading());
 }
 
-TEST_CASE("leader: an instance id listed twice keeps the member the last decision had; a withdrawn member counts as gone",
+TEST_CASE("leader: an instance id listed twice keeps the member the last decision had, and a withdrawn member counts as gone",
           "[runtime][coordination]") {
     fake_log l;
     leader ld(leader_options{"a", 2, 0, 0, std::chrono::milliseconds(1)});

@@ -29,7 +29,7 @@ struct slow_to_destroy {
 
 }  // namespace
 
-TEST_CASE("reaper: an object handed over dies on the reaper's thread, not the caller's; one referenced elsewhere lives on",
+TEST_CASE("reaper: an object handed over dies on the reaper's thread, not the caller's, and one referenced elsewhere lives on",
           "[runtime][reaper]") {
     std::atomic<std::thread::id> died_on{};
     std::atomic<int> destroyed{0};

@@ -74,7 +74,7 @@ using calls = std::vector<std::string>;
 
 }  // namespace
 
-TEST_CASE("task manager: a task without a standby is built and restored; with one, the standby is promoted",
+TEST_CASE("task manager: a task without a standby is built and restored, and with one, the standby is promoted",
           "[runtime][task_manager]") {
     fixture f;
     f.m.start(0, f.prepare);
@@ -107,7 +107,7 @@ TEST_CASE("task manager: a standby the restore thread cannot promote is closed a
     CHECK(f.m.active().at(3)->generation == 2);
 }
 
-TEST_CASE("task manager: only a running task is released clean; every release gives the inputs back",
+TEST_CASE("task manager: only a running task is released clean, and every release gives the inputs back",
           "[runtime][task_manager]") {
     fixture f;
     f.run(0);
@@ -145,7 +145,7 @@ TEST_CASE("task manager: closing everything closes running tasks clean, the rest
     CHECK(g.host.calls == calls{"close 0#1", "dispose 0#1"});
 }
 
-TEST_CASE("task manager: after an aborted transaction every running task restores anew; a restoring one goes on",
+TEST_CASE("task manager: after an aborted transaction every running task restores anew, and a restoring one goes on",
           "[runtime][task_manager]") {
     fixture f;
     f.run(0);
