@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <sys/socket.h>
@@ -160,12 +161,14 @@ public:
           reports_(kafka_test::make_topic("reports", partitions, {{"cleanup.policy", "delete"}})),
           states_(app_ + "-states"), standbys_(standbys), dir_(&dir) {}
 
-    void start(const std::string& id) {
+    /// @param extra more options of the service's command line
+    void start(const std::string& id, const std::vector<std::string>& extra = {}) {
         const int port = free_port();
         std::vector<std::string> args{"--bootstrap", kafka_test::bootstrap(), "--app", app_, "--reports", reports_,
                                       "--states", states_, "--partitions", std::to_string(partitions), "--instance", id,
                                       "--port", std::to_string(port), "--state", (*dir_ / id).string(), "--standbys",
                                       std::to_string(standbys_), "--token", token, "--max-page", "500"};
+        args.insert(args.end(), extra.begin(), extra.end());
         instances_.push_back({id, port, std::make_unique<instance_process>(STRATA_SHARED_STATE_SERVICE, args,
                                                                            *dir_ / (id + ".log"))});
     }
@@ -552,6 +555,93 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
     CHECK(metric(c.at("a").port, "strata_gateway_unrenderable_records_total") +
               metric(c.at("b").port, "strata_gateway_unrenderable_records_total") >=
           2);
+
+    for (const char* id : {"a", "b"}) c.at(id).process->kill(SIGTERM);
+    for (const char* id : {"a", "b"}) {
+        const int status = c.at(id).process->wait(60s);
+        INFO(c.at(id).process->output());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+}
+
+TEST_CASE("service: over HTTPS with a read token and a peers' secret, and over the broker's SASL_SSL listener, any "
+          "instance answers any object, and reads without the token and forged forwarded requests are refused",
+          "[kafka][service][security]") {
+    test_support::temp_dir dir;
+    const std::string certs = (dir / "certs").string();
+    REQUIRE(std::system(("'" + std::string(STRATA_SOURCE_DIR) + "/scripts/make-test-certs.sh' '" + certs + "'").c_str()) ==
+            0);
+    const char* secure = std::getenv("STRATA_KAFKA_SECURE_BOOTSTRAP");
+    REQUIRE(secure != nullptr);
+    const std::vector<std::string> extra{
+        "--tls-cert", certs + "/server.pem", "--tls-key", certs + "/server.key", "--tls-ca", certs + "/ca.pem",
+        "--read-token", "reader", "--peer-secret", "peers-only",
+        // The broker through its SASL_SSL listener (--bootstrap comes later on the line and wins).
+        "--bootstrap", secure, "--kafka", "security.protocol=SASL_SSL", "--kafka", "sasl.mechanisms=SCRAM-SHA-256",
+        "--kafka", std::string("sasl.username=") + std::getenv("STRATA_KAFKA_SCRAM_USER"), "--kafka",
+        std::string("sasl.password=") + std::getenv("STRATA_KAFKA_SCRAM_PASSWORD"), "--kafka",
+        std::string("ssl.ca.location=") + std::getenv("STRATA_KAFKA_SECURE_CA")};
+    cluster c(0, dir);
+    for (const char* id : {"a", "b"}) c.start(id, extra);
+
+    strata::http::client_options co;
+    co.tls = strata::http::client_tls_options{certs + "/ca.pem", "", ""};
+    co.request_timeout = 10s;
+    strata::http::client https(co);
+    const auto ask = [&](const std::string& id, verb method, const std::string& path, strata::http::header_list h,
+                         const std::string& body = {}) {
+        if (!body.empty()) h.emplace_back("Content-Type", "application/json");
+        const strata::http::client_result r =
+            https.request(method, "127.0.0.1:" + std::to_string(c.at(id).port), path, std::move(h), body);
+        return reply{r.reply ? r.reply->status : 0, r.reply ? json::parse(r.reply->body, nullptr, false) : json()};
+    };
+    const strata::http::header_list reader{{"Authorization", "Bearer reader"}};
+    const strata::http::header_list writer{{"Authorization", "Bearer " + token}};
+
+    // Both instances up, every partition running.
+    const auto deadline = std::chrono::steady_clock::now() + 90s;
+    for (;;) {
+        bool settled = true;
+        for (const char* id : {"a", "b"}) {
+            const reply r = ask(id, verb::get, "/instances", reader);
+            std::size_t active = 0;
+            if (r.code == 200)
+                for (const json& p : r.body["partitions"]) active += p["active"].get<std::string>().empty() ? 0 : 1;
+            settled = settled && r.code == 200 && r.body["instances"].size() == 2 && active == partitions;
+        }
+        if (settled) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+            for (const char* id : {"a", "b"}) UNSCOPED_INFO(id << ":\n" << c.at(id).process->output());
+            FAIL("the instances did not settle");
+        }
+        std::this_thread::sleep_for(200ms);
+    }
+
+    CHECK(ask("a", verb::get, "/objects/obj-1", {}).code == 401);
+    CHECK(ask("a", verb::get, "/objects/obj-1", {{"Authorization", "Bearer guess"}}).code == 403);
+    for (int i = 0; i < 20; ++i) {
+        const reply put = ask("a", verb::put, "/objects/obj-" + std::to_string(i), writer, R"({"state": "down"})");
+        REQUIRE(put.code == 202);
+    }
+    // Every object from b, whichever instance runs it (forwarded over HTTPS with the secret).
+    for (int i = 0; i < 20; ++i) {
+        const std::string path = "/objects/obj-" + std::to_string(i);
+        reply r;
+        const auto until = std::chrono::steady_clock::now() + 60s;
+        do {
+            r = ask("b", verb::get, path, reader);
+            if (r.code == 200) break;
+            std::this_thread::sleep_for(100ms);
+        } while (std::chrono::steady_clock::now() < until);
+        INFO(path << " " << r.code << " " << r.body.dump());
+        REQUIRE(r.code == 200);
+        CHECK(r.body["state"] == "down");
+    }
+    strata::http::header_list forged = reader;
+    forged.emplace_back("X-Strata-Forwarded", "a");
+    const reply refused = ask("b", verb::get, "/strata/stores/states/keys/obj-1", forged);
+    CHECK(refused.code == 403);
+    CHECK(refused.body["status"] == "forbidden");
 
     for (const char* id : {"a", "b"}) c.at(id).process->kill(SIGTERM);
     for (const char* id : {"a", "b"}) {

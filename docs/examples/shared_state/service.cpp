@@ -26,6 +26,13 @@
 //   --max-page N            largest page of GET /objects (default 1000)
 //   --exactly-once          commit with Kafka transactions
 //   --kafka key=value       a librdkafka setting for every client (SASL/SSL), repeatable
+//   --tls-cert F --tls-key F  serve HTTPS with this certificate chain and key (PEM); the
+//                           other instances are then reached over HTTPS too
+//   --tls-ca F              the CA (PEM) the other instances' certificates are signed by
+//   --tls-client-ca F       require client certificates signed by this CA (mutual TLS)
+//   --read-token T          reads need "Authorization: Bearer T" too (writes need --token)
+//   --peer-secret S         only a request carrying this secret may be marked as forwarded
+//                           by another instance (every instance is given the same)
 
 #include "model.hpp"
 #include "status_page.hpp"
@@ -86,6 +93,8 @@ struct settings {
     std::size_t max_page = 1000;
     bool exactly_once = false;
     strata::kafka::settings kafka;
+    std::string tls_cert, tls_key, tls_ca, tls_client_ca;
+    std::string read_token, peer_secret;
 };
 
 /// An entry of the expiry schedule: which agent's report on which object
@@ -204,14 +213,14 @@ rt::application_config config_of(const settings& s) {
     c.guarantee = s.exactly_once ? rt::processing_guarantee::exactly_once : rt::processing_guarantee::at_least_once;
     c.commit_interval = std::chrono::milliseconds(s.exactly_once ? 100 : 200);
     c.session_timeout = std::chrono::milliseconds(6'000);
-    c.consumer_settings = s.kafka;
-    c.producer_settings = s.kafka;
+    c.client_settings = s.kafka;
     return c;
 }
 
 void create_topics(const settings& s) {
     strata::kafka::topic_options o;
     o.bootstrap_servers = s.bootstrap;
+    o.client_settings = s.kafka;
     o.partitions = s.partitions;
     o.topic_configs = {{"cleanup.policy", "delete"}};
     o.require_compaction = false;
@@ -272,7 +281,8 @@ template <class App>
 class api {
 public:
     api(App& app, const settings& s, std::shared_ptr<std::atomic<std::int64_t>> invalid)
-        : app_(&app), s_(&s), gateway_(app, options(s)), writer_(s), invalid_(std::move(invalid)) {
+        : app_(&app), s_(&s), gateway_(app, options(s)), writer_(s), invalid_(std::move(invalid)),
+          peers_(peer_client_options(s)) {
         gateway_.template serve_kv<1>("states");
     }
 
@@ -286,9 +296,11 @@ public:
         });
         // Reads may wait for a position and writes for the broker: the work pool.
         r.route_blocking(verb::get, "/objects/{*}", [this](const http::exchange& ex) {
+            if (auto no = refused_read(ex.req())) return no->to_response();
             return guarded([&] { return get_object(ex.req(), ex.capture(0)); });
         });
         r.route_blocking(verb::get, "/objects", [this](const http::exchange& ex) {
+            if (auto no = refused_read(ex.req())) return no->to_response();
             return guarded([&] { return list_objects(ex.req()); });
         });
         r.route_blocking(verb::put, "/objects/{*}", [this](const http::exchange& ex) {
@@ -297,11 +309,18 @@ public:
         r.route_blocking(verb::delete_, "/objects/{*}", [this](const http::exchange& ex) {
             return guarded([&] { return delete_object(ex.req(), ex.capture(0)); });
         });
-        r.route_inline(verb::get, "/instances", [this](const http::exchange&) {
+        r.route_inline(verb::get, "/instances", [this](const http::exchange& ex) {
+            if (auto no = refused_read(ex.req())) return no->to_response();
             return gateway_.instances().to_response();
         });
-        r.route_inline(verb::get, "/tasks", [this](const http::exchange&) { return tasks().to_response(); });
-        r.route_blocking(verb::get, "/overview", [this](const http::exchange&) { return overview().to_response(); });
+        r.route_inline(verb::get, "/tasks", [this](const http::exchange& ex) {
+            if (auto no = refused_read(ex.req())) return no->to_response();
+            return tasks().to_response();
+        });
+        r.route_blocking(verb::get, "/overview", [this](const http::exchange& ex) {
+            if (auto no = refused_read(ex.req())) return no->to_response();
+            return overview().to_response();
+        });
         r.route_inline(verb::get, "/metrics", [this](const http::exchange&) {
             app_->metrics().gauge_for("shared_state_invalid_reports_total", "Reports that were not valid JSON reports")
                 .set(static_cast<double>(invalid_->load()));
@@ -315,9 +334,31 @@ public:
     }
 
 private:
+    /// With --read-token, a read without it: 401, or 403 with another.
+    std::optional<gw::answer> refused_read(const http::request& req) const {
+        if (s_->read_token.empty()) return std::nullopt;
+        const std::string_view auth = req.header("Authorization");
+        if (auth.empty()) return gw::error_answer(401, "unauthorized", "reads need the header Authorization: Bearer <token>");
+        if (auth != "Bearer " + s_->read_token) return gw::error_answer(403, "forbidden", "the bearer token is not a reader's");
+        return std::nullopt;
+    }
+
+    static http::client_options peer_client_options(const settings& s) {
+        http::client_options o;
+        o.connect_timeout = std::chrono::milliseconds(300);
+        o.request_timeout = std::chrono::milliseconds(500);
+        o.tls = options(s).peer_tls;
+        return o;
+    }
+
     static gw::gateway_options options(const settings& s) {
         gw::gateway_options o;
         o.max_page_size = s.max_page;
+        o.bearer_token = s.read_token;
+        o.peer_secret = s.peer_secret;
+        if (!s.tls_cert.empty())
+            o.peer_tls = http::client_tls_options{s.tls_ca, s.tls_client_ca.empty() ? "" : s.tls_cert,
+                                                  s.tls_client_ca.empty() ? "" : s.tls_key};
         return o;
     }
 
@@ -453,7 +494,9 @@ private:
                 i["tasks"] = tasks().body["tasks"];
                 continue;
             }
-            const http::client_result r = peers_.get(endpoint, "/tasks");
+            http::header_list auth;
+            if (!s_->read_token.empty()) auth.emplace_back("Authorization", "Bearer " + s_->read_token);
+            const http::client_result r = peers_.get(endpoint, "/tasks", std::move(auth));
             if (!r.reply) i["error"] = r.failure;
             else i["tasks"] = json::parse(r.reply->body, nullptr, false).value("tasks", json::array());
         }
@@ -465,12 +508,7 @@ private:
     gw::gateway<App> gateway_;
     report_writer writer_;
     std::shared_ptr<std::atomic<std::int64_t>> invalid_;
-    http::client peers_{[] {  // for the overview: other instances' tasks, or why not
-        http::client_options o;
-        o.connect_timeout = std::chrono::milliseconds(300);
-        o.request_timeout = std::chrono::milliseconds(500);
-        return o;
-    }()};
+    http::client peers_;  // for the overview: other instances' tasks, or why not
 };
 // [api]
 
@@ -500,6 +538,12 @@ settings parse(int argc, char** argv) {
         else if (a == "--max-body") s.max_body = std::stoul(need(i));
         else if (a == "--max-page") s.max_page = std::stoul(need(i));
         else if (a == "--exactly-once") s.exactly_once = true;
+        else if (a == "--tls-cert") s.tls_cert = need(i);
+        else if (a == "--tls-key") s.tls_key = need(i);
+        else if (a == "--tls-ca") s.tls_ca = need(i);
+        else if (a == "--tls-client-ca") s.tls_client_ca = need(i);
+        else if (a == "--read-token") s.read_token = need(i);
+        else if (a == "--peer-secret") s.peer_secret = need(i);
         else if (a == "--states-allowed") {
             s.allowed.clear();
             std::stringstream list(need(i));
@@ -516,6 +560,7 @@ settings parse(int argc, char** argv) {
     }
     if (s.instance.empty()) throw std::invalid_argument("--instance is required");
     if (s.port <= 0) throw std::invalid_argument("--port is required");
+    if (s.tls_cert.empty() != s.tls_key.empty()) throw std::invalid_argument("--tls-cert and --tls-key go together");
     if (s.state.empty()) s.state = std::filesystem::temp_directory_path() / ("shared-state-" + s.instance);
     return s;
 }
@@ -547,6 +592,7 @@ int main(int argc, char** argv) {
         so.host = s.listen;
         so.port = static_cast<std::uint16_t>(s.port);
         so.body_limit = s.max_body * 16;
+        if (!s.tls_cert.empty()) so.tls = http::tls_options{s.tls_cert, s.tls_key, s.tls_client_ca};
         std::unique_ptr<http::server> server;
         try {
             server = std::make_unique<http::server>(so);
