@@ -3,8 +3,8 @@
 # three brokers (scripts/kafka-cluster.sh starts them), FAULTS faults under
 # each guarantee, in rounds of ROUND faults (a fresh application each round,
 # so that a failure names a short seeded run to replay).
-# `ctest -L '^runtime_campaign$'` runs one short round (out of the test
-# command while the stalls the campaign found are open);
+# `ctest -L '^runtime_campaign$'` runs one short round (the test command
+# does);
 # docs/reliability.md gives this script's figures.
 #
 # Usage: scripts/chaos-runtime.sh [FAULTS per guarantee, default 500] [ROUND, default 25]

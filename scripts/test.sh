@@ -25,9 +25,10 @@ trap '"${broker}" stop' EXIT
 eval "$("${broker}" env)"
 export STRATA_KAFKA_BROKER_SCRIPT="${broker}"
 
-# The runtime's fault campaign (label runtime_campaign) runs on its own:
-# scripts/chaos-runtime.sh.
-ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" -LE '^runtime_campaign$' "$@"
+# The runtime's fault campaign (label runtime_campaign) runs its short
+# version here (one seed, 3 faults under each guarantee, on three brokers);
+# scripts/chaos-runtime.sh runs the long one.
+ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" "$@"
 
 # The concurrent parts again, under ThreadSanitizer (clang-15, build-tsan/),
 # on the same broker; the unit suite under AddressSanitizer with
