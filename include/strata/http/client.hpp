@@ -11,6 +11,7 @@
 /// sides keep it alive. A GET sent on a reused connection that the peer had
 /// closed meanwhile is sent once more on a new one.
 
+#include <strata/http/detail/tls.hpp>
 #include <strata/http/message.hpp>
 
 #include <boost/asio/connect.hpp>
@@ -108,15 +109,8 @@ public:
 /// @throws std::runtime_error a file that cannot be read or used, named
 inline std::shared_ptr<net::ssl::context> make_client_tls(const client_tls_options& t) {
     auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
-    ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                     net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
-    const auto load = [](const std::string& what, const std::string& file, auto&& f) {
-        try {
-            f();
-        } catch (const boost::system::system_error& e) {
-            throw std::runtime_error("strata::http: the TLS " + what + " '" + file + "' cannot be used: " + e.what());
-        }
-    };
+    modern_tls_only(*ctx);
+    const auto load = [](const std::string& what, const std::string& file, auto&& f) { use_tls_file(what, file, f); };
     if (t.ca_file.empty()) ctx->set_default_verify_paths();
     else load("CA file", t.ca_file, [&] { ctx->load_verify_file(t.ca_file); });
     if (!t.certificate_chain_file.empty()) {

@@ -5,6 +5,7 @@
 /// timeouts and limits, the dispatch to the routes, the response, the
 /// lingering close after an error answer. See server.hpp.
 
+#include <strata/http/detail/tls.hpp>
 #include <strata/http/message.hpp>
 #include <strata/http/router.hpp>
 #include <strata/http/server_options.hpp>
@@ -41,20 +42,12 @@ using tcp = net::ip::tcp;
 
 namespace detail {
 
-/// What every connection of one server reaches.
 /// The TLS context of a server's options.
 /// @throws std::runtime_error a file that cannot be read or used, named
 inline net::ssl::context make_server_tls(const tls_options& t) {
     net::ssl::context ctx(net::ssl::context::tls_server);
-    ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
-    const auto load = [](const std::string& what, const std::string& file, auto&& f) {
-        try {
-            f();
-        } catch (const boost::system::system_error& e) {
-            throw std::runtime_error("strata::http: the TLS " + what + " '" + file + "' cannot be used: " + e.what());
-        }
-    };
+    modern_tls_only(ctx);
+    const auto load = [](const std::string& what, const std::string& file, auto&& f) { use_tls_file(what, file, f); };
     load("certificate chain", t.certificate_chain_file, [&] { ctx.use_certificate_chain_file(t.certificate_chain_file); });
     load("private key", t.private_key_file, [&] { ctx.use_private_key_file(t.private_key_file, net::ssl::context::pem); });
     if (!t.client_ca_file.empty()) {
@@ -64,6 +57,7 @@ inline net::ssl::context make_server_tls(const tls_options& t) {
     return ctx;
 }
 
+/// What every connection of one server reaches.
 struct server_shared {
     explicit server_shared(const server_options& o) : options(o), pool(o.work_threads, o.work_queue) {
         if (o.tls) tls.emplace(make_server_tls(*o.tls));
