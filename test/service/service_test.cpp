@@ -483,6 +483,73 @@ double metric(int port, const std::string& name) {
 
 }  // namespace
 
+TEST_CASE("service: with a partition's owner hung, a read a standby may answer comes from the standby without "
+          "waiting for the forward timeout, and one that may not is 503 owner_unreachable",
+          "[kafka][service]") {
+    test_support::temp_dir dir;
+    cluster c(1, dir);
+    // A forward timeout far above the hedge (50 ms): an answer well within
+    // it came from the hedged request, not from a retry after the timeout.
+    const std::vector<std::string> extra{"--forward-timeout-ms", "6000"};
+    for (const char* id : {"a", "b", "c"}) c.start(id, extra);
+    c.await_assignment({"a", "b", "c"});
+
+    // A partition b runs, its standby, and the third instance to ask.
+    const reply md = api_client(c.at("a").port).get("/instances");
+    REQUIRE(md.code == 200);
+    std::int32_t partition = -1;
+    std::string standby;
+    for (const json& p : md.body["partitions"])
+        if (p["active"] == "b" && p["standbys"].is_array() && !p["standbys"].empty()) {
+            partition = p["partition"].get<std::int32_t>();
+            standby = p["standbys"][0].get<std::string>();
+            break;
+        }
+    INFO(md.body.dump());
+    REQUIRE(partition >= 0);
+    const std::string asker = standby == "a" ? "c" : "a";
+    std::string object;
+    for (int i = 0; object.empty(); ++i)
+        if (partition_of("hung-" + std::to_string(i), partitions) == partition) object = "hung-" + std::to_string(i);
+    const reply put = api_client(c.at("a").port).put("/objects/" + object, R"({"state": "degraded"})");
+    REQUIRE(put.code == 202);
+    c.count_api_write(partition);
+    c.await_processed();
+    // The standby has it (asked itself, it answers from its copy).
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    for (;;) {
+        const reply r = api_client(c.at(standby).port).get("/objects/" + object + "?allow_standby=true&max_lag=0");
+        if (r.code == 200 && r.body.value("state", "") == "degraded") break;
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(100ms);
+    }
+
+    // b hangs: it accepts connections (the kernel does) and answers nothing.
+    c.at("b").process->kill(SIGSTOP);
+    const auto asked = std::chrono::steady_clock::now();
+    const reply from_standby = api_client(c.at(asker).port).get("/objects/" + object + "?allow_standby=true&max_lag=1000");
+    const auto took = std::chrono::steady_clock::now() - asked;
+    INFO("asked " << asker << ", standby " << standby << ": " << from_standby.code << " " << from_standby.body.dump());
+    REQUIRE(from_standby.code == 200);
+    CHECK(from_standby.body.value("state", "") == "degraded");
+    CHECK(from_standby.body.value("instance", "") == standby);
+    CHECK(took < 3s);  // half the forward timeout: hedged, not retried after it
+    CHECK(metric(c.at(asker).port, "strata_gateway_hedged_total") >= 1);
+
+    // Without allow_standby no other copy may answer: 503 after the timeout.
+    const reply owner_only = api_client(c.at(asker).port).get("/objects/" + object);
+    CHECK(owner_only.code == 503);
+    CHECK(owner_only.body.value("status", "") == "owner_unreachable");
+
+    c.at("b").process->kill(SIGCONT);
+    for (const char* id : {"a", "b", "c"}) c.at(id).process->kill(SIGTERM);
+    for (const char* id : {"a", "b", "c"}) {
+        const int status = c.at(id).process->wait(60s);
+        INFO(c.at(id).process->output());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+}
+
 TEST_CASE("service: ids JSON cannot carry are refused before anything is written and a record already in the topic "
           "that cannot be rendered is skipped and counted",
           "[kafka][service]") {

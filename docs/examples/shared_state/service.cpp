@@ -33,6 +33,9 @@
 //   --read-token T          reads need "Authorization: Bearer T" too (writes need --token)
 //   --peer-secret S         only a request carrying this secret may be marked as forwarded
 //                           by another instance (every instance is given the same)
+//   --forward-timeout-ms N  how long a read forwarded to another instance may take (default 2000)
+//   --hedge-ms N            a read a standby may answer also goes to the next copy when the
+//                           one asked is slower than this (default 50; 0: never)
 
 #include "model.hpp"
 #include "status_page.hpp"
@@ -95,6 +98,7 @@ struct settings {
     strata::kafka::settings kafka;
     std::string tls_cert, tls_key, tls_ca, tls_client_ca;
     std::string read_token, peer_secret;
+    std::chrono::milliseconds forward_timeout{2'000}, hedge_after{50};
 };
 
 /// An entry of the expiry schedule: which agent's report on which object
@@ -356,6 +360,8 @@ private:
         o.max_page_size = s.max_page;
         o.bearer_token = s.read_token;
         o.peer_secret = s.peer_secret;
+        o.forward_timeout = s.forward_timeout;
+        o.hedge_after = s.hedge_after;
         if (!s.tls_cert.empty())
             o.peer_tls = http::client_tls_options{s.tls_ca, s.tls_client_ca.empty() ? "" : s.tls_cert,
                                                   s.tls_client_ca.empty() ? "" : s.tls_key};
@@ -544,6 +550,8 @@ settings parse(int argc, char** argv) {
         else if (a == "--tls-client-ca") s.tls_client_ca = need(i);
         else if (a == "--read-token") s.read_token = need(i);
         else if (a == "--peer-secret") s.peer_secret = need(i);
+        else if (a == "--forward-timeout-ms") s.forward_timeout = std::chrono::milliseconds(std::stoll(need(i)));
+        else if (a == "--hedge-ms") s.hedge_after = std::chrono::milliseconds(std::stoll(need(i)));
         else if (a == "--states-allowed") {
             s.allowed.clear();
             std::stringstream list(need(i));

@@ -71,6 +71,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +91,9 @@ public:
                                                 "Requests this gateway forwarded to the instance that runs the partition")),
           forward_failed_(&app.metrics().counter_for("strata_gateway_forward_failures_total",
                                                      "Forwarded requests that got no answer from the other instance")),
+          hedged_(&app.metrics().counter_for("strata_gateway_hedged_total",
+                                             "Standby reads also sent to the next copy because the one asked was "
+                                             "slower than hedge_after")),
           unrenderable_(&app.metrics().counter_for(
               "strata_gateway_unrenderable_records_total",
               "Records read that JSON cannot carry (a string that is not UTF-8): left out of scans, refused to key "
@@ -422,7 +426,8 @@ private:
     }
 
     /// A forwarded request on its way: the instances to try in turn, and
-    /// what the tried ones did.
+    /// what the tried ones did. Answers come on the client's threads, and
+    /// with hedging two may be out at once: `m` guards the rest.
     struct forward_chain {
         runtime::query_outcome local;
         std::string path;
@@ -430,16 +435,21 @@ private:
         bool parse = true;
         bool allow_standby = false;
         std::vector<std::pair<std::string, std::string>> targets;  // (instance, endpoint)
-        std::size_t next = 0;
-        std::string tried, failure;
         std::function<void(answer)> done;
+
+        std::mutex m;
+        std::size_t next = 0;         // the next target to ask
+        std::size_t outstanding = 0;  // asked, not answered yet
+        bool settled = false;         // done was called
+        std::string tried, failure;
     };
 
     /// Asks the owner of the partition, or with allow_standby also the
     /// instances that keep a standby of it, in turn; `done` gets the first
     /// answer that settles it, or 503 owner_unreachable naming what was
-    /// tried. With `parse` false, a reply's body is passed on as it came
-    /// (answer::raw).
+    /// tried. The next copy is asked when one fails, or (hedge_after) when
+    /// one has not answered in time while it still may. With `parse`
+    /// false, a reply's body is passed on as it came (answer::raw).
     void elsewhere_async(const runtime::query_outcome& local, std::string path, const request_options& o, bool parse,
                          std::function<void(answer)> done) {
         auto c = std::make_shared<forward_chain>();
@@ -462,12 +472,18 @@ private:
         forward_next(std::move(c));
     }
 
+    /// Asks the next target, if any is left and nothing settled yet; with
+    /// none left and none out, answers 503.
     void forward_next(std::shared_ptr<forward_chain> c) {
+        std::unique_lock lock(c->m);
+        if (c->settled) return;
         while (c->next < c->targets.size() && c->targets[c->next].second.empty()) {
             c->tried += (c->tried.empty() ? "" : ", ") + c->targets[c->next].first + " (no endpoint)";
             ++c->next;
         }
         if (c->next == c->targets.size()) {
+            if (c->outstanding > 0) return;  // one asked earlier may still answer
+            c->settled = true;
             answer a = error_answer(503, "owner_unreachable",
                                     "no instance that holds partition " + std::to_string(c->local.partition) +
                                         " answered (tried " + c->tried + "): " + c->failure,
@@ -475,19 +491,46 @@ private:
             a.body["partition"] = c->local.partition;
             a.body["owner"] = c->local.owner;
             a.body["owner_endpoint"] = c->local.owner_endpoint;
+            lock.unlock();
             c->done(std::move(a));
             return;
         }
         const auto [instance, endpoint] = c->targets[c->next++];
+        ++c->outstanding;
+        const std::size_t asked = c->next;
+        const bool hedge = c->next < c->targets.size() && options_.hedge_after.count() > 0;
+        lock.unlock();
         forwarded_->inc();
+        if (hedge) {
+            // Asks the next copy too unless an answer or a failure moved
+            // the chain on meanwhile.
+            auto timer = std::make_shared<boost::asio::steady_timer>(clients_.executor(), options_.hedge_after);
+            timer->async_wait([this, c, timer, asked](boost::system::error_code ec) {
+                if (ec) return;
+                {
+                    const std::lock_guard l(c->m);
+                    if (c->settled || c->next != asked) return;
+                }
+                hedged_->inc();
+                forward_next(c);
+            });
+        }
         clients_.async_get(endpoint, c->path, c->headers, c->parse,
                            [this, c, instance = instance, endpoint = endpoint](forwarded f) mutable {
-                               if (settles(f, instance, *c)) return c->done(std::move(*f.reply));
+                               std::unique_lock l(c->m);
+                               if (c->settled) return;
+                               --c->outstanding;
+                               if (settles(f, instance, *c)) {
+                                   c->settled = true;
+                                   l.unlock();
+                                   return c->done(std::move(*f.reply));
+                               }
                                forward_failed_->inc();
                                c->tried += (c->tried.empty() ? "" : ", ") + instance + " at " + endpoint;
                                c->failure = !f.reply ? f.failure
                                             : f.reply->parsed().is_object() ? f.reply->body.value("status", "error")
                                                                            : "error";
+                               l.unlock();
                                forward_next(std::move(c));
                            });
     }
@@ -540,6 +583,7 @@ private:
     client_pool clients_;
     metrics::counter* forwarded_;
     metrics::counter* forward_failed_;
+    metrics::counter* hedged_;
     metrics::counter* unrenderable_;
     std::map<std::string, std::unique_ptr<detail::kv_port>, std::less<>> kv_;
     std::map<std::pair<std::string, std::string>, std::unique_ptr<detail::query_port>> queries_;

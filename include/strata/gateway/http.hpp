@@ -261,6 +261,9 @@ public:
                           [parse, done = std::move(done)](http::client_result r) { done(to_forwarded(std::move(r), parse)); });
     }
 
+    /// @brief Where async_get's `done` runs (for timers that go with calls).
+    [[nodiscard]] boost::asio::any_io_executor executor() const { return client_.executor(); }
+
     /// @brief async_get, waited for.
     forwarded get(const std::string& endpoint, std::string path, http::header_list headers, bool parse = true) {
         return to_forwarded(client_.get(endpoint, std::move(path), std::move(headers)), parse);

@@ -32,6 +32,11 @@ using query_args = std::map<std::string, std::string, std::less<>>;
 struct gateway_options {
     std::string prefix = "/strata";                     ///< every route lives under it
     std::chrono::milliseconds forward_timeout{2'000};   ///< connect and read timeout of a forwarded request
+    /// A read that a standby may answer (`allow_standby`) is also sent to
+    /// the next copy when the one asked has not answered within this (0:
+    /// never; the next is asked only after a failure or forward_timeout):
+    /// an owner that hangs costs this much, not forward_timeout.
+    std::chrono::milliseconds hedge_after{50};
     std::size_t default_page_size = 100;                ///< entries per page of a scan when the request names none
     std::size_t max_page_size = 1'000;                  ///< more is a bad request
     std::chrono::milliseconds max_position_wait{10'000};  ///< the most a read-your-writes request may wait

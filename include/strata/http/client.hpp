@@ -387,6 +387,9 @@ public:
         for (auto& [endpoint, p] : peers_) p->close();
     }
 
+    /// @brief Where `done` callbacks run (for timers that go with calls).
+    [[nodiscard]] boost::asio::any_io_executor executor() const { return executor_; }
+
     /// @brief GETs `target` (path and query) from `endpoint` ("host:port",
     /// "[::1]:port"); `done` gets the response or the failure, on the
     /// executor's threads.
