@@ -130,7 +130,8 @@ results="${out_dir}/results.jsonl"
 run() {
   local name="$1" c="$2" paths="$3" secs="${4:-${duration}}" script="${5:-get.lua}" port="${6:-${ports[0]}}" line
   say "${name}, ${c} connections, ${secs} s"
-  line="$(PATHS="${paths}" wrk -t2 -c "${c}" -d "${secs}s" --timeout 10s -s "benchmarks/http/${script}" \
+  # wrk wants at least one connection per thread.
+  line="$(PATHS="${paths}" wrk -t"$((c < 2 ? c : 2))" -c "${c}" -d "${secs}s" --timeout 10s -s "benchmarks/http/${script}" \
     "http://127.0.0.1:${port}" 2>>"${log}" | tee -a "${log}" | sed -n 's/^result //p')"
   echo "{\"name\":\"${name}\",\"connections\":${c},\"result\":${line:-null}}" >>"${results}"
 }
