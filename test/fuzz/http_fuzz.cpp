@@ -9,11 +9,18 @@
 // request gets exactly one answer from the router; every answer of 400 or
 // more is the JSON error body {"status": string, "error": non-empty string};
 // captures and parameters are whatever the bytes decode to, never a crash.
-// Anything else is a finding.
+// Where strata::gateway is built, the gateway's own parameters too
+// (position, wait_ms, allow_standby, max_lag, limit, cursor, after): each
+// parses or is a bad_request; what a forwarded request says of them
+// (request_options::to_query) reads back as the same; a cursor the gateway
+// gives out reads back as the same page. Anything else is a finding.
 
 #include "fuzz_support.hpp"
 
 #include <strata/http/router.hpp>
+#ifdef STRATA_FUZZ_GATEWAY
+#include <strata/gateway/requests.hpp>
+#endif
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -77,6 +84,36 @@ void check_answer(const h::response& r) {
                         "an error body without a message");
 }
 
+#ifdef STRATA_FUZZ_GATEWAY
+h::request get_of(std::string target) {
+    return h::request(h::beast_http::request<h::beast_http::string_body>(verb::get, target, 11), "127.0.0.1:1");
+}
+
+void check_gateway_parameters(const h::request& req) {
+    namespace gw = strata::gateway;
+    const gw::gateway_options o;
+    try {
+        const gw::request_options r = gw::request_options::from(req, o);
+        const gw::request_options again = gw::request_options::from(get_of("/k?" + r.to_query().substr(1)), o);
+        strata_fuzz::expect(again.read.allow_standby == r.read.allow_standby &&
+                                again.read.max_standby_lag == r.read.max_standby_lag &&
+                                again.read.min_position == r.read.min_position &&
+                                again.read.position_wait == r.read.position_wait,
+                            "a forwarded request's parameters that read back as others");
+    } catch (const gw::bad_request&) {
+    }
+    try {
+        const gw::page_request p = gw::page_request::parse(req, o);
+        strata_fuzz::expect(p.limit >= 1 && p.limit <= o.max_page_size, "a page limit out of bounds");
+        const gw::page_request again =
+            gw::page_request::parse(get_of("/all?cursor=" + gw::page_request::cursor(p.partition, p.after)), o);
+        strata_fuzz::expect(again.partition == p.partition && again.after == p.after,
+                            "a cursor the gateway gives out that reads back as another page");
+    } catch (const gw::bad_request&) {
+    }
+}
+#endif
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -104,6 +141,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const h::request& req = state->req;
         (void)req.param("q");
         (void)req.header("Authorization");
+#ifdef STRATA_FUZZ_GATEWAY
+        check_gateway_parameters(req);
+#endif
         routes().dispatch(std::move(state));
     }
     strata_fuzz::expect(sink->answers == 1, "a request answered other than once");

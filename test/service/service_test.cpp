@@ -481,6 +481,25 @@ double metric(int port, const std::string& name) {
     return 0;
 }
 
+/// The sum of a metric's series in an instance's GET /metrics whose labels
+/// contain every one of `labels` (e.g. `store="expiry"`).
+double metric_sum(int port, const std::string& name, const std::vector<std::string>& labels) {
+    const strata::http::client_result r = send(port, verb::get, "/metrics", {}, false);
+    REQUIRE(r.reply);
+    REQUIRE(r.reply->status == 200);
+    std::istringstream lines(r.reply->body);
+    double sum = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind(name + "{", 0) != 0) continue;
+        const auto close = line.find("} ");
+        if (close == std::string::npos) continue;
+        const std::string series = line.substr(0, close);
+        if (std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return series.find(l) != std::string::npos; }))
+            sum += std::stod(line.substr(close + 2));
+    }
+    return sum;
+}
+
 }  // namespace
 
 TEST_CASE("service: with a partition's owner hung, a read a standby may answer comes from the standby without "
@@ -568,7 +587,19 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
         c.count_api_write(put.body["partition"].get<std::int32_t>());
         objects.insert(id);
     }
+    // Newer reports of the same agent on one object: each replaces the
+    // last one's entry in the expiry schedule, which so holds one entry per
+    // live report (it grew by every report, for --max-age-ms, before).
+    for (const char* state : {"degraded", "ok", "down"}) {
+        const reply put = api_client(port).put("/objects/obj-0", std::string(R"({"state": ")") + state + R"("})");
+        REQUIRE(put.code == 202);
+        c.count_api_write(put.body["partition"].get<std::int32_t>());
+        std::this_thread::sleep_for(5ms);  // a report of another millisecond
+    }
     c.await_processed();
+    CHECK(metric_sum(c.at("a").port, "strata_store_operations_total", {"store=\"expiry\"", "op=\"erase\""}) +
+              metric_sum(c.at("b").port, "strata_store_operations_total", {"store=\"expiry\"", "op=\"erase\""}) >=
+          3);
     const std::int64_t before = c.reports_written();
 
     // Refused, each with the JSON error body, and nothing reaches the topic.

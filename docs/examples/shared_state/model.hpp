@@ -77,6 +77,13 @@ struct object_reports {
         return true;
     }
 
+    /// The time of the agent's latest report, if it made one.
+    [[nodiscard]] std::optional<std::int64_t> time_of(const std::string& agent) const {
+        for (const agent_report& a : latest)
+            if (a.agent == agent) return a.time_ms;
+        return std::nullopt;
+    }
+
     /// Drops the agent's report if it is the one of time `time_ms`; true if it did.
     bool expire(const std::string& agent, std::int64_t time_ms) {
         return std::erase_if(latest, [&](const agent_report& a) { return a.agent == agent && a.time_ms == time_ms; }) > 0;

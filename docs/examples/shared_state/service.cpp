@@ -151,15 +151,22 @@ struct processor {
         }
         auto& reports = ctx.template store<0>();
         if (rep.forget) {
+            if (const std::optional<object_reports> gone = reports.get(r.key))
+                for (const shared_state::agent_report& a : gone->latest)
+                    ctx.template store<2>().erase(expiry_key(a.time_ms + s->max_age_ms, r.key, a.agent));
             reports.erase(r.key);
             decide(ctx, r.key, object_reports{});
             return;
         }
         object_reports o = reports.get(r.key).value_or(object_reports{});
+        const std::optional<std::int64_t> superseded = o.time_of(rep.agent);
         if (!o.take(rep)) return;  // older than what the agent said since
         reports.put(r.key, o);
-        ctx.template store<2>().put(expiry_key(rep.time_ms + s->max_age_ms, r.key, rep.agent),
-                                    expiry_entry{r.key, rep.agent, rep.time_ms});
+        // One expiry entry per live report: the one the new report replaces
+        // goes (else the schedule grows by every report for max_age).
+        auto& schedule = ctx.template store<2>();
+        if (superseded && *superseded != rep.time_ms) schedule.erase(expiry_key(*superseded + s->max_age_ms, r.key, rep.agent));
+        schedule.put(expiry_key(rep.time_ms + s->max_age_ms, r.key, rep.agent), expiry_entry{r.key, rep.agent, rep.time_ms});
         decide(ctx, r.key, o);
     }
 
