@@ -67,11 +67,11 @@ if ((${#missing[@]})); then
 fi
 bash "${root}/scripts/setup.sh" >/dev/null
 
-# The targets only: no tests, examples, tools, Kafka, gateway, RocksDB or SQLite
-# (strata::http stays: http_fuzz needs it).
+# The targets only: no tests, examples, tools, RocksDB or SQLite
+# (strata::http and strata::gateway stay: http_fuzz reads the gateway's parameters too).
 CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE= -DSTRATA_BUILD_FUZZERS=ON \
   -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_TOOLS=OFF \
-  -DSTRATA_WITH_KAFKA=OFF -DSTRATA_WITH_GATEWAY=OFF -DSTRATA_WITH_ROCKSDB=OFF -DSTRATA_WITH_SQLITE=OFF >/dev/null
+  -DSTRATA_WITH_KAFKA=ON -DSTRATA_WITH_GATEWAY=ON -DSTRATA_WITH_ROCKSDB=OFF -DSTRATA_WITH_SQLITE=OFF >/dev/null
 
 if ((regenerate)); then
   cmake --build "${build}" -j "${jobs}" --target strata_fuzz_corpus

@@ -315,6 +315,7 @@ void http_seeds() {
         {"drops", "HEAD /drops HTTP/1.1\r\nHost: x\r\n\r\n"},
         {"no-route", "DELETE /nothing?%zz=%2 HTTP/1.1\r\nHost: x\r\n\r\n"},
         {"position", "GET /strata/stores/s/keys/k?position=42&wait_ms=500 HTTP/1.1\r\nHost: x\r\n\r\n"},
+        {"negative-position", "GET /strata/stores/s/keys/k?position=-21&wait_ms=500 HTTP/1.1\r\nHost: x\r\n\r\n"},
         {"page", "GET /strata/stores/s/all?limit=7&cursor=3~226b2d3122 HTTP/1.1\r\nHost: x\r\n\r\n"},
         {"range", "GET /strata/stores/s/range?from=a&to=z&after=%5B1%2C%22x%22%5D HTTP/1.1\r\nHost: x\r\n\r\n"},
     };

@@ -77,10 +77,10 @@ struct request_options {
             const std::string v = req.param("allow_standby");
             r.read.allow_standby = v.empty() || v == "true" || v == "1";
         }
-        if (req.has_param("max_lag")) r.read.max_standby_lag = number(req, "max_lag");
-        if (req.has_param("position")) r.read.min_position = number(req, "position");
+        if (req.has_param("max_lag")) r.read.max_standby_lag = count(req, "max_lag");
+        if (req.has_param("position")) r.read.min_position = count(req, "position");
         r.read.position_wait = std::min(o.max_position_wait, req.has_param("wait_ms")
-                                                                 ? std::chrono::milliseconds(number(req, "wait_ms"))
+                                                                 ? std::chrono::milliseconds(count(req, "wait_ms"))
                                                                  : std::chrono::milliseconds(2'000));
         return r;
     }
@@ -98,6 +98,14 @@ struct request_options {
 
     static constexpr const char* forwarded_header = "X-Strata-Forwarded";
     static constexpr const char* peer_secret_header = "X-Strata-Peer-Secret";
+
+    /// A parameter that is a count (0 or more): a position, a lag, a wait.
+    /// @throws bad_request not an integer, or negative
+    static std::int64_t count(const http::request& req, const char* name) {
+        const std::int64_t n = number(req, name);
+        if (n < 0) throw bad_request(std::string("the parameter ") + name + "=" + std::to_string(n) + " is negative");
+        return n;
+    }
 
     static std::int64_t number(const http::request& req, const char* name) {
         const std::string v = req.param(name);

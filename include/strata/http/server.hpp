@@ -27,7 +27,6 @@
 #include <strata/http/router.hpp>
 #include <strata/http/server_options.hpp>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -38,7 +37,6 @@
 #include <boost/beast/ssl.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -59,8 +57,8 @@ public:
     /// application that names its own endpoint.
     /// @throws boost::system::system_error the address cannot be bound
     explicit server(const server_options& o)
-        : shared_(std::make_shared<detail::server_shared>(o)), contexts_(make_contexts(o.io_threads)),
-          acceptor_(contexts_.front()->get_executor()), retry_(acceptor_.get_executor()) {
+        : shared_(std::make_shared<detail::server_shared>(o)), acceptor_(net::make_strand(ioc_)),
+          retry_(acceptor_.get_executor()) {
         detail::raise_open_file_limit();
         const tcp::endpoint at(net::ip::make_address(o.host), o.port);
         acceptor_.open(at.protocol());
@@ -78,9 +76,10 @@ public:
         if (!threads_.empty()) throw std::logic_error("strata::http::server: started twice");
         shared_->routes = std::move(routes);
         accept();
-        threads_.reserve(contexts_.size());
-        for (auto& c : contexts_)
-            threads_.emplace_back([&ioc = *c, guard = net::make_work_guard(*c)] { ioc.run(); });
+        const unsigned configured = shared_->options.io_threads;
+        const unsigned n = configured != 0 ? configured : std::max(1U, std::thread::hardware_concurrency());
+        threads_.reserve(n);
+        for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { ioc_.run(); });
     }
 
     server(const server&) = delete;
@@ -94,9 +93,8 @@ public:
         return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port_);
     }
     [[nodiscard]] const server_counters& counters() const noexcept { return shared_->counters; }
-    /// An executor of the I/O threads, a different one each call (a client
-    /// for forwarding may run on it).
-    [[nodiscard]] net::any_io_executor executor() { return next_context().get_executor(); }
+    /// The executor of the I/O threads (a client for forwarding runs on it).
+    [[nodiscard]] net::any_io_executor executor() { return ioc_.get_executor(); }
     [[nodiscard]] std::size_t open_connections() const noexcept { return shared_->connections.load(); }
     [[nodiscard]] std::size_t in_flight() const noexcept { return shared_->in_flight.load(); }
 
@@ -110,7 +108,7 @@ public:
             retry_.cancel();
         });
         shared_->pool.stop();
-        for (auto& c : contexts_) c->stop();
+        ioc_.stop();
         for (std::thread& t : threads_)
             if (t.joinable()) t.join();
         shared_->stopped.store(true);
@@ -128,21 +126,8 @@ public:
     }
 
 private:
-    // One io_context per I/O thread, each connection on one of them in
-    // turn: a connection's handlers run on its thread, one at a time, with
-    // no strand, and the threads share no scheduler (one shared io_context
-    // cost a lock and a wake-up of the other thread per completion).
-    static std::vector<std::unique_ptr<net::io_context>> make_contexts(unsigned configured) {
-        const unsigned n = configured != 0 ? configured : std::max(1U, std::thread::hardware_concurrency());
-        std::vector<std::unique_ptr<net::io_context>> out;
-        for (unsigned i = 0; i < n; ++i) out.push_back(std::make_unique<net::io_context>(1));
-        return out;
-    }
-
-    net::io_context& next_context() { return *contexts_[next_.fetch_add(1) % contexts_.size()]; }
-
     void accept() {
-        acceptor_.async_accept(next_context().get_executor(), [this](beast::error_code ec, tcp::socket s) {
+        acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
             if (ec == net::error::operation_aborted || shared_->stopping.load()) return;
             if (ec) {
                 // Out of descriptors (EMFILE) or the like: try again shortly
@@ -166,8 +151,7 @@ private:
     }
 
     std::shared_ptr<detail::server_shared> shared_;
-    std::vector<std::unique_ptr<net::io_context>> contexts_;
-    std::atomic<std::size_t> next_{0};
+    net::io_context ioc_;
     tcp::acceptor acceptor_;
     net::steady_timer retry_;
     std::uint16_t port_ = 0;

@@ -84,9 +84,8 @@ public:
 };
 
 /// One connection, from its accept to its close, over a plain or a TLS
-/// stream. Its handlers run on its I/O thread (one io_context each), one at
-/// a time; an answer from another thread is posted there, one from its own
-/// thread (an inline route's) is written at once.
+/// stream. Its handlers run on a strand, one at a time; an answer from
+/// another thread is posted there.
 template <class Stream>
 class connection final : public server_connection, public std::enable_shared_from_this<connection<Stream>> {
     static constexpr bool tls = !std::is_same_v<Stream, beast::tcp_stream>;
@@ -131,8 +130,8 @@ public:
 
     void deliver(response r) override {
         if (shared_->stopped.load()) return;
-        net::dispatch(tcp().get_executor(),
-                      [self = this->shared_from_this(), r = std::move(r)]() mutable { self->write(std::move(r)); });
+        net::post(tcp().get_executor(),
+                  [self = this->shared_from_this(), r = std::move(r)]() mutable { self->write(std::move(r)); });
     }
 
 private:
