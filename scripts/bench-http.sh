@@ -144,11 +144,18 @@ done
 say "holding ${idle} idle connections and ${slow} slow clients against instance a"
 before_kb="$(rss_kb "${pids[0]}")"
 held_out="${out_dir}/held.jsonl"
+: >"${held_out}"  # before the background job opens it: the wait below reads it at once
 python3 benchmarks/http/held_connections.py --port "${ports[0]}" --idle "${idle}" --slow "${slow}" --path /health \
   </dev/null >"${held_out}" 2>>"${log}" &
 held_pid=$!
-for ((i = 0; i < 600 && $(wc -l <"${held_out}") < 1; i++)); do sleep 0.5; done
+# The first line comes once every connection is open; the runs below need them all.
+for ((i = 0; i < 600; i++)); do
+  (($(wc -l <"${held_out}") >= 1)) && break
+  kill -0 "${held_pid}" 2>/dev/null || { say "error: held_connections.py exited before opening its connections"; exit 1; }
+  sleep 0.5
+done
 held_line="$(sed -n 1p "${held_out}")"
+[[ -n "${held_line}" ]] || { say "error: the held connections were not open after 300 s"; exit 1; }
 held_kb="$(rss_kb "${pids[0]}")"
 run "local, connections held" 64 "${work}/local.txt"
 run "forwarded, connections held" 64 "${work}/forwarded.txt"
