@@ -7,6 +7,7 @@
 #include "runtime/runtime_test_support.hpp"
 
 #include "support/temp_dir.hpp"
+#include "support/test_certs.hpp"
 
 #include <strata/decorators/all.hpp>
 #include <strata/gateway/gateway.hpp>
@@ -454,8 +455,7 @@ TEST_CASE("gateway: over TLS with a token and a peers' secret, reads need the to
           "[kafka][gateway][tls]") {
     test_support::temp_dir dir;
     const std::string certs = (dir / "certs").string();
-    REQUIRE(std::system(("'" + std::string(STRATA_SOURCE_DIR) + "/scripts/make-test-certs.sh' '" + certs + "'").c_str()) ==
-            0);
+    REQUIRE(test_support::make_test_certs(certs));
     constexpr std::int32_t partitions = 4;
     constexpr int keys = 40;
     const std::string app_id = kafka_test::unique_name("gw-tls");

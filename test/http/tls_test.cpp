@@ -5,13 +5,13 @@
 // handlers, and files that cannot be used are errors that name them.
 
 #include "support/temp_dir.hpp"
+#include "support/test_certs.hpp"
 
 #include <strata/http/client.hpp>
 #include <strata/http/server.hpp>
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -28,11 +28,7 @@ using verb = h::beast_http::verb;
 /// The test CA and certificates, made once per process.
 const test_support::temp_dir& certs() {
     static const test_support::temp_dir dir;
-    static const bool made = [] {
-        const std::string cmd =
-            std::string("'") + STRATA_SOURCE_DIR + "/scripts/make-test-certs.sh' '" + dir.path().string() + "'";
-        return std::system(cmd.c_str()) == 0;
-    }();
+    static const bool made = test_support::make_test_certs(dir.path());
     REQUIRE(made);
     return dir;
 }

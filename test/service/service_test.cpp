@@ -12,6 +12,7 @@
 
 #include "shared_state/load.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_certs.hpp"
 
 #include <strata/runtime/task.hpp>
 
@@ -246,6 +247,16 @@ public:
 
     std::vector<service_instance>& instances() { return instances_; }
 
+    /// SIGTERM to each of `ids`, and each exits 0 within 60 s.
+    void stop_cleanly(const std::vector<std::string>& ids) {
+        for (const std::string& id : ids) at(id).process->kill(SIGTERM);
+        for (const std::string& id : ids) {
+            const int status = at(id).process->wait(60s);
+            INFO(at(id).process->output());
+            CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+        }
+    }
+
     /// Writes one record as another producer would, bytes as given.
     void write_raw(const std::string& key, const std::string& value) {
         strata::kafka::producer p(strata::kafka::producer_options{kafka_test::bootstrap(), std::nullopt, {}});
@@ -432,12 +443,7 @@ void failover_scenario(int standbys) {
     CHECK(client.get("/objects/no-such-object").code == 404);
 
     // A clean stop.
-    for (const char* id : {"a", "c"}) c.at(id).process->kill(SIGTERM);
-    for (const char* id : {"a", "c"}) {
-        const int status = c.at(id).process->wait(60s);
-        INFO(c.at(id).process->output());
-        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
+    c.stop_cleanly({"a", "c"});
 }
 
 }  // namespace
@@ -561,12 +567,7 @@ TEST_CASE("service: with a partition's owner hung, a read a standby may answer c
     CHECK(owner_only.body.value("status", "") == "owner_unreachable");
 
     c.at("b").process->kill(SIGCONT);
-    for (const char* id : {"a", "b", "c"}) c.at(id).process->kill(SIGTERM);
-    for (const char* id : {"a", "b", "c"}) {
-        const int status = c.at(id).process->wait(60s);
-        INFO(c.at(id).process->output());
-        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
+    c.stop_cleanly({"a", "b", "c"});
 }
 
 TEST_CASE("service: ids JSON cannot carry are refused before anything is written and a record already in the topic "
@@ -654,12 +655,7 @@ TEST_CASE("service: ids JSON cannot carry are refused before anything is written
               metric(c.at("b").port, "strata_gateway_unrenderable_records_total") >=
           2);
 
-    for (const char* id : {"a", "b"}) c.at(id).process->kill(SIGTERM);
-    for (const char* id : {"a", "b"}) {
-        const int status = c.at(id).process->wait(60s);
-        INFO(c.at(id).process->output());
-        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
+    c.stop_cleanly({"a", "b"});
 }
 
 TEST_CASE("service: over HTTPS with a read token and a peers' secret, and over the broker's SASL_SSL listener, any "
@@ -667,8 +663,7 @@ TEST_CASE("service: over HTTPS with a read token and a peers' secret, and over t
           "[kafka][service][security]") {
     test_support::temp_dir dir;
     const std::string certs = (dir / "certs").string();
-    REQUIRE(std::system(("'" + std::string(STRATA_SOURCE_DIR) + "/scripts/make-test-certs.sh' '" + certs + "'").c_str()) ==
-            0);
+    REQUIRE(test_support::make_test_certs(certs));
     const char* secure = std::getenv("STRATA_KAFKA_SECURE_BOOTSTRAP");
     REQUIRE(secure != nullptr);
     const std::vector<std::string> extra{
@@ -741,10 +736,5 @@ TEST_CASE("service: over HTTPS with a read token and a peers' secret, and over t
     CHECK(refused.code == 403);
     CHECK(refused.body["status"] == "forbidden");
 
-    for (const char* id : {"a", "b"}) c.at(id).process->kill(SIGTERM);
-    for (const char* id : {"a", "b"}) {
-        const int status = c.at(id).process->wait(60s);
-        INFO(c.at(id).process->output());
-        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
+    c.stop_cleanly({"a", "b"});
 }
