@@ -347,11 +347,7 @@ public:
 private:
     /// With --read-token, a read without it: 401, or 403 with another.
     std::optional<gw::answer> refused_read(const http::request& req) const {
-        if (s_->read_token.empty()) return std::nullopt;
-        const std::string_view auth = req.header("Authorization");
-        if (auth.empty()) return gw::error_answer(401, "unauthorized", "reads need the header Authorization: Bearer <token>");
-        if (auth != "Bearer " + s_->read_token) return gw::error_answer(403, "forbidden", "the bearer token is not a reader's");
-        return std::nullopt;
+        return gw::bearer_refusal(req, s_->read_token, "a reader's");
     }
 
     static http::client_options peer_client_options(const settings& s) {
@@ -458,7 +454,7 @@ private:
     /// answered as JSON: a JSON string holds only UTF-8, and an id that is
     /// not would be kept, voted on, and then fail every answer that names it.
     std::optional<gw::answer> check_write(const http::request& req, const std::string& id) const {
-        if (!s_->token.empty() && req.header("Authorization") != "Bearer " + s_->token)
+        if (!s_->token.empty() && !gw::same_secret(req.header("Authorization"), "Bearer " + s_->token))
             return gw::error_answer(401, "unauthorized", "writes need the header Authorization: Bearer <token>");
         if (req.body().size() > s_->max_body)
             return gw::error_answer(413, "body_too_large",

@@ -346,13 +346,7 @@ private:
     /// without the token (401) or with another (403), or marked as
     /// forwarded by someone who is not a peer (403).
     std::optional<answer> admit(const http::request& req) const {
-        if (!options_.bearer_token.empty()) {
-            const std::string_view auth = req.header("Authorization");
-            if (auth.empty())
-                return error_answer(401, "unauthorized", "reads need the header Authorization: Bearer <token>");
-            if (!same_secret(auth, "Bearer " + options_.bearer_token))
-                return error_answer(403, "forbidden", "the bearer token is not this gateway's");
-        }
+        if (std::optional<answer> no = bearer_refusal(req, options_.bearer_token, "this gateway's")) return no;
         if (req.has_header(request_options::forwarded_header)) {
             bool peer = true;
             if (!options_.peer_secret.empty())
@@ -366,14 +360,6 @@ private:
                                         request_options::forwarded_header);
         }
         return std::nullopt;
-    }
-
-    /// Compares a secret in time that does not depend on where it differs.
-    static bool same_secret(std::string_view given, std::string_view expected) noexcept {
-        unsigned char diff = given.size() == expected.size() ? 0 : 1;
-        for (std::size_t i = 0; i < expected.size(); ++i)
-            diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-        return diff == 0;
     }
 
     /// What a key read finds here: the answer when there is one to give

@@ -25,6 +25,28 @@
 
 namespace strata::gateway {
 
+/// @brief Compares a secret in time that does not depend on where it differs.
+[[nodiscard]] inline bool same_secret(std::string_view given, std::string_view expected) noexcept {
+    unsigned char diff = given.size() == expected.size() ? 0 : 1;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+    return diff == 0;
+}
+
+/// @brief The refusal of a read that does not carry
+/// `Authorization: Bearer <token>`: 401 without the header, 403 with
+/// another token ("the bearer token is not <whose>"); none when `token` is
+/// empty (no token asked for).
+[[nodiscard]] inline std::optional<answer> bearer_refusal(const http::request& req, std::string_view token,
+                                                          std::string_view whose) {
+    if (token.empty()) return std::nullopt;
+    const std::string_view auth = req.header("Authorization");
+    if (auth.empty()) return error_answer(401, "unauthorized", "reads need the header Authorization: Bearer <token>");
+    if (!same_secret(auth, "Bearer " + std::string(token)))
+        return error_answer(403, "forbidden", "the bearer token is not " + std::string(whose));
+    return std::nullopt;
+}
+
 /// @brief The query parameters of a request, by name (percent-decoded).
 using query_args = std::map<std::string, std::string, std::less<>>;
 
