@@ -211,6 +211,73 @@ TEST_CASE("http server: a keep-alive connection idle for longer than the write t
     CHECK(s.counters().timeouts == 0);
 }
 
+TEST_CASE("http server: pipelined requests are answered in turn, HTTP/1.0 keeps its connection only when asked, and a "
+          "response its client does not read is cut at the write timeout",
+          "[http]") {
+    h::router routes = hello_routes();
+    routes.route_inline(verb::get, "/big", [](const h::exchange&) {
+        return h::response{200, std::string(std::size_t{32} << 20, 'x'), "text/plain"};
+    });
+    h::server_options o = quick_options();
+    o.write_timeout = 500ms;
+    h::server s(std::move(routes), o);
+
+    {
+        raw_socket sock(s.port());
+        constexpr int n = 300;  // one segment of requests, the next read before the last is answered
+        std::string batch;
+        for (int i = 0; i < n; ++i) batch += "GET /hello/p" + std::to_string(i) + " HTTP/1.1\r\nHost: t\r\n\r\n";
+        REQUIRE(sock.send(batch));
+        std::string got;
+        const auto count = [&] {
+            std::size_t k = 0;
+            for (std::size_t at = got.find("HTTP/1.1 200"); at != std::string::npos; at = got.find("HTTP/1.1 200", at + 1))
+                ++k;
+            return k;
+        };
+        const auto until = clock_type::now() + 10s;
+        while (count() < n && clock_type::now() < until && !sock.closed) got += sock.receive(100ms);
+        REQUIRE(count() == n);
+        std::size_t last = 0;
+        for (int i = 0; i < n; ++i) {
+            const std::size_t at = got.find("{\"hello\":\"p" + std::to_string(i) + "\"}");
+            REQUIRE(at != std::string::npos);
+            CHECK(at > last);
+            last = at;
+        }
+        CHECK_FALSE(sock.closed);
+    }
+    {
+        raw_socket sock(s.port());
+        REQUIRE(sock.send("GET /hello/old HTTP/1.0\r\n\r\n"));
+        const std::string got = sock.receive(2s);
+        CHECK(got.rfind("HTTP/1.0 200 OK\r\n", 0) == 0);
+        CHECK(got.find("Connection:") == std::string::npos);
+        CHECK(sock.closed);
+    }
+    {
+        raw_socket sock(s.port());
+        REQUIRE(sock.send("GET /hello/old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+        CHECK(sock.receive(2s, false).find("Connection: keep-alive\r\n") != std::string::npos);
+        REQUIRE(sock.send("GET /hello/again HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+        const std::string got = sock.receive(2s);
+        CHECK(got.find("Connection: close\r\n") != std::string::npos);
+        CHECK(sock.closed);
+    }
+    {
+        // Reads nothing of 32 MB: the write stalls once the socket's buffers are full.
+        raw_socket sock(s.port());
+        REQUIRE(sock.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n"));
+        CHECK(eventually([&] { return s.counters().timeouts == 1; }, 5s));
+        std::size_t read = 0;
+        const auto until = clock_type::now() + 5s;
+        while (!sock.closed && clock_type::now() < until) read += sock.receive(200ms).size();
+        CHECK(sock.closed);
+        CHECK(read < (std::size_t{32} << 20));
+        CHECK(s.in_flight() == 0);
+    }
+}
+
 TEST_CASE("http server: requests beyond its limits, or not HTTP, get a JSON error and the connection closes",
           "[http]") {
     h::server_options o = quick_options();

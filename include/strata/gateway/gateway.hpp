@@ -369,10 +369,10 @@ private:
                                    runtime::query_outcome& local) {
         const auto it = kv_.find(store);
         if (it == kv_.end()) return unknown_store(store);
-        const detail::local_answer here = it->second->get(key, o.read);
+        detail::local_answer here = it->second->get(key, o.read);
         if (here.unrenderable) return unrenderable(store, key);
         if (here.outcome.ok()) {
-            json body = here.body;
+            json body = std::move(here.body);
             body["instance"] = app_->config().instance_id;
             if (body["value"].is_null()) {
                 body["status"] = "not_found";

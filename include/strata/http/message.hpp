@@ -125,6 +125,8 @@ struct response {
     int status = 200;
     std::string body;
     std::string content_type = "application/json";
+    /// Headers besides Server, Content-Type, Content-Length and Connection,
+    /// which the server writes itself.
     std::vector<std::pair<std::string, std::string>> headers;
 
     response& header(std::string name, std::string value) {

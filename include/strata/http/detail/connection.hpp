@@ -20,6 +20,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -76,6 +78,34 @@ struct server_shared {
     std::unordered_map<const void*, std::weak_ptr<class server_connection>> live;  // open connections, closed by stop()
 };
 
+/// Appends the status line and headers of `r` to `out`: Server,
+/// Content-Type, r's own headers, Content-Length (of r's body, also for a
+/// HEAD answer, which sends none), and Connection where the version's
+/// default is not what `keep_alive` says. A CR or LF in a name or value
+/// becomes a space, so no value can end the head or add a header.
+inline void append_response_head(std::string& out, const response& r, unsigned version, bool keep_alive) {
+    const auto put = [&out](std::string_view name, std::string_view value) {
+        const std::size_t at = out.size();
+        out.append(name).append(": ").append(value);
+        for (std::size_t i = at; i < out.size(); ++i)
+            if (out[i] == '\r' || out[i] == '\n') out[i] = ' ';
+        out.append("\r\n");
+    };
+    const auto reason = beast_http::obsolete_reason(static_cast<beast_http::status>(r.status));
+    out.append(version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        .append(std::to_string(r.status))
+        .append(" ")
+        .append(reason.data(), reason.size())
+        .append("\r\n");
+    put("Server", "strata");
+    put("Content-Type", r.content_type);
+    for (const auto& [name, value] : r.headers) put(name, value);
+    put("Content-Length", std::to_string(r.body.size()));
+    if (version == 10 && keep_alive) put("Connection", "keep-alive");
+    if (version != 10 && !keep_alive) put("Connection", "close");
+    out.append("\r\n");
+}
+
 /// What server::stop needs of a connection of either kind.
 class server_connection : public reply_sink {
 public:
@@ -96,6 +126,7 @@ public:
         : stream_(std::move(s), stream_args...), timer_(tcp().get_executor()), shared_(std::move(shared)) {
         beast::error_code ec;
         tcp().socket().set_option(tcp::no_delay(true), ec);  // a response goes out at once, not after a delayed ACK
+        tcp().socket().non_blocking(true, ec);  // for the first read of a request, tried before an asynchronous one
         const tcp::endpoint peer = tcp().socket().remote_endpoint(ec);
         if (!ec) remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
         shared_->connections.fetch_add(1);
@@ -130,8 +161,10 @@ public:
 
     void deliver(response r) override {
         if (shared_->stopped.load()) return;
-        net::post(tcp().get_executor(),
-                  [self = this->shared_from_this(), r = std::move(r)]() mutable { self->write(std::move(r)); });
+        // On this connection's strand already (a route answered inline), the
+        // response is written at once; from another thread it is posted.
+        net::dispatch(tcp().get_executor(),
+                      [self = this->shared_from_this(), r = std::move(r)]() mutable { self->write(std::move(r)); });
     }
 
 private:
@@ -142,10 +175,10 @@ private:
     /// client certificate where one is required, one no trusted CA signed,
     /// not TLS at all) closes the connection.
     void handshake(bool refuse) {
-        arm(options().header_timeout);
+        set_deadline(options().header_timeout);
         stream_.async_handshake(net::ssl::stream_base::server,
                                 [self = this->shared_from_this(), refuse](beast::error_code ec) {
-                                    self->disarm();
+                                    self->clear_deadline();
                                     if (ec) {
                                         self->shared_->counters.tls_failures.fetch_add(1);
                                         return self->close();
@@ -183,13 +216,12 @@ private:
     void await_request() {
         if (shared_->stopping.load()) return close();
         if (buffer_.size() > 0) return read_header();  // a pipelined request is here already
-        arm(options().idle_timeout);
+        set_deadline(options().idle_timeout);
         if constexpr (tls) {
             // The TLS stream may hold the request's bytes already (read from
             // the socket with the handshake's last ones): the socket would not
             // wake for them, so the first bytes are read through TLS. A TLS
             // connection costs its buffers anyway (two TLS records).
-            tcp().expires_never();
             return stream_.async_read_some(buffer_.prepare(first_read_size),
                                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                                                if (ec || self->timed_out_) return self->close();
@@ -204,35 +236,53 @@ private:
         });
     }
 
-    // The timeouts of reads are this connection's own timer, not the
-    // stream's: the stream closes the socket when its timer expires, and a
-    // request that is late gets a 408 first. Expired, the timer cancels
-    // the read, which completes with timed_out_ set.
-    void arm(std::chrono::milliseconds t) {
+    // Every timeout (idle, header, body, write, linger) is one deadline and
+    // one timer, which is re-armed only when a deadline comes earlier than
+    // the one it waits for. A request answered within its timeouts moves
+    // the deadline later each time and costs no timer operation (each one
+    // locks the reactor's timer queue and runs a cancelled handler); the
+    // timer wakes once per idle timeout at most, finds the deadline moved,
+    // and waits again. Past the deadline the timer cancels the socket's
+    // operations, which complete with timed_out_ set. The stream's own
+    // expiry is not used: it closes the socket when it runs out, and a
+    // request that is late gets a 408 first.
+    using clock = net::steady_timer::clock_type;
+
+    void set_deadline(std::chrono::milliseconds t) {
         timed_out_ = false;
+        deadline_ = clock::now() + t;
+        if (!timer_waiting_ || deadline_ < timer_.expiry()) wait_for_deadline();
+    }
+
+    void clear_deadline() noexcept { deadline_ = clock::time_point::max(); }
+
+    void wait_for_deadline() {
+        timer_waiting_ = true;
         const std::uint64_t armed = ++timer_generation_;
-        timer_.expires_after(t);
+        timer_.expires_at(deadline_);  // a wait pending runs cancelled, and is ignored: it is of an older generation
         timer_.async_wait([self = this->shared_from_this(), armed](beast::error_code ec) {
-            if (ec || armed != self->timer_generation_) return;
+            if (armed != self->timer_generation_) return;
+            self->timer_waiting_ = false;
+            if (ec || self->closed_ || self->deadline_ == clock::time_point::max()) return;
+            if (clock::now() < self->deadline_) return self->wait_for_deadline();  // moved later meanwhile
             self->timed_out_ = true;
             beast::error_code ignored;
             self->tcp().socket().cancel(ignored);
         });
     }
 
-    void disarm() {
-        ++timer_generation_;
-        timer_.cancel();
-    }
-
     void read_header() {
-        // The stream's own expiry is for writes only: one set for the last
-        // response would otherwise cut this read short, and close the socket.
-        tcp().expires_never();
         parser_.emplace();
         parser_->header_limit(options().header_limit);
         parser_->body_limit(options().body_limit);
-        arm(options().header_timeout);
+        if constexpr (!tls) {
+            // Most requests arrive whole in one segment: read and parsed here
+            // at once, they cost no asynchronous operation and no timer.
+            beast::error_code ec;
+            beast_http::read_header(tcp().socket(), buffer_, *parser_, ec);
+            if (ec != net::error::would_block && ec != net::error::try_again) return on_header(ec);
+        }
+        set_deadline(options().header_timeout);
         beast_http::async_read_header(stream_, buffer_, *parser_,
                                       [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
                                           self->on_header(ec);
@@ -241,22 +291,21 @@ private:
 
     void on_header(beast::error_code ec) {
         if (ec) return failed(ec, "headers");
-        disarm();
+        clear_deadline();
         const auto& m = parser_->get();
         version_ = m.version();
         if (m.target().size() > options().target_limit)
             return refuse(414, "the request target is " + std::to_string(m.target().size()) + " bytes, over the " +
                                    std::to_string(options().target_limit) + " this server accepts");
         if (parser_->is_done()) return dispatch();
-        arm(options().body_timeout);
+        set_deadline(options().body_timeout);
         if (beast::iequals(m[beast_http::field::expect], "100-continue")) {
             // The client waits for this before it sends the body (curl does for a second).
             auto cont = std::make_shared<beast_http::response<beast_http::empty_body>>(beast_http::status::continue_,
                                                                                        version_);
-            tcp().expires_after(options().write_timeout);
             return beast_http::async_write(stream_, *cont,
                                            [self = this->shared_from_this(), cont](beast::error_code e, std::size_t) {
-                                               if (e) return self->close();
+                                               if (e || self->timed_out_) return self->close();
                                                self->read_body();
                                            });
         }
@@ -264,10 +313,9 @@ private:
     }
 
     void read_body() {
-        tcp().expires_never();  // after a 100 Continue's write: the body timeout is arm()'s
         beast_http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
             if (ec) return self->failed(ec, "body");
-            self->disarm();
+            self->clear_deadline();
             self->dispatch();
         });
     }
@@ -275,7 +323,7 @@ private:
     /// A read that failed: the peer went away (closed quietly), or the
     /// request broke a limit or is not HTTP (answered, then closed).
     void failed(beast::error_code ec, const char* part) {
-        disarm();
+        clear_deadline();
         if (timed_out_) {
             shared_->counters.timeouts.fetch_add(1);
             const auto limit = std::string(part) == "body" ? options().body_timeout : options().header_timeout;
@@ -327,29 +375,51 @@ private:
         shared_->routes.dispatch(std::move(state));
     }
 
+    // The response goes out as its head and its body, written at once
+    // while the socket takes them (a small response always fits), and
+    // asynchronously, under write_timeout, for what it does not take.
     void write(response r) {
         if (closed_) return release_slot();
-        auto res = std::make_shared<beast_http::response<beast_http::string_body>>(
-            static_cast<beast_http::status>(r.status), version_ == 0 ? 11 : version_);
-        res->set(beast_http::field::server, "strata");
-        res->set(beast_http::field::content_type, r.content_type);
-        for (auto& [name, value] : r.headers) res->set(name, value);
-        res->body() = std::move(r.body);
-        res->keep_alive(keep_alive_ && !shared_->stopping.load());
-        res->prepare_payload();
-        if (head_) {
-            const std::size_t n = res->body().size();
-            res->body().clear();
-            res->content_length(n);
+        write_keep_alive_ = keep_alive_ && !shared_->stopping.load();
+        out_head_.clear();
+        append_response_head(out_head_, r, version_ == 0 ? 11 : version_, write_keep_alive_);
+        out_body_ = head_ ? std::string() : std::move(r.body);
+        beast::buffers_suffix<std::array<net::const_buffer, 2>> rest(
+            std::array<net::const_buffer, 2>{net::buffer(out_head_), net::buffer(out_body_)});
+        if constexpr (!tls) {
+            beast::error_code ec;
+            rest.consume(tcp().socket().write_some(rest, ec));
+            if (ec && ec != net::error::would_block && ec != net::error::try_again) {
+                release_slot();
+                return close();
+            }
+            if (beast::buffer_bytes(rest) == 0) return wrote();
         }
-        tcp().expires_after(options().write_timeout);
-        beast_http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
-            self->release_slot();
-            if (ec == beast::error::timeout) self->shared_->counters.timeouts.fetch_add(1);
-            if (!ec && self->linger_) return self->linger();
-            if (ec || !res->keep_alive()) return self->close();
-            self->await_request();
+        set_deadline(options().write_timeout);
+        net::async_write(stream_, rest, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+            if (self->timed_out_) {
+                self->release_slot();
+                self->shared_->counters.timeouts.fetch_add(1);
+                return self->close();
+            }
+            if (ec) {
+                self->release_slot();
+                return self->close();
+            }
+            self->wrote();
         });
+    }
+
+    void wrote() {
+        release_slot();
+        if (linger_) return linger();
+        if (!write_keep_alive_) return close();
+        if (buffer_.size() > 0) {
+            // A pipelined request: read on the next turn of the strand, not
+            // from this call, which may come from the last request's reading.
+            return net::post(tcp().get_executor(), [self = this->shared_from_this()] { self->await_request(); });
+        }
+        await_request();
     }
 
     void release_slot() {
@@ -366,7 +436,7 @@ private:
         beast::error_code ec;
         tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
         if (!discard_) discard_ = std::make_unique<char[]>(discard_size);
-        tcp().expires_after(std::chrono::seconds(2));
+        set_deadline(std::chrono::seconds(2));
         drain();
     }
 
@@ -383,15 +453,18 @@ private:
         if (closed_) return;
         closed_ = true;
         beast::error_code ec;
-        disarm();
+        clear_deadline();
+        timer_.cancel();
         tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
         tcp().socket().close(ec);
     }
 
     Stream stream_;
-    net::steady_timer timer_;  // the idle, header and body timeouts
-    std::uint64_t timer_generation_ = 0;  // an expiry of an older arming is ignored
-    bool timed_out_ = false;
+    net::steady_timer timer_;  // every timeout: see set_deadline
+    clock::time_point deadline_ = clock::time_point::max();  // max: none
+    std::uint64_t timer_generation_ = 0;  // a completion of an older wait is ignored
+    bool timer_waiting_ = false;
+    bool timed_out_ = false;  // the deadline passed: the operation it cancelled failed for it
     std::shared_ptr<server_shared> shared_;
     beast::flat_buffer buffer_;
     std::optional<beast_http::request_parser<beast_http::string_body>> parser_;
@@ -400,6 +473,9 @@ private:
     unsigned version_ = 0;
     bool keep_alive_ = false;
     bool head_ = false;
+    bool write_keep_alive_ = false;  // the response being written keeps the connection
+    std::string out_head_;  // the response being written
+    std::string out_body_;
     bool counted_ = false;  // holds a max_in_flight slot
     bool linger_ = false;  // close after the answer, reading what still comes for a while
     bool closed_ = false;
