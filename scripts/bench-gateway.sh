@@ -33,14 +33,9 @@ say "building benchmarks/gateway (Release)"
 cmake -S benchmarks/gateway -B build-bench/gateway -G Ninja -DCMAKE_BUILD_TYPE=Release >>"${log}" 2>&1
 cmake --build build-bench/gateway -j2 >>"${log}" 2>&1
 
-started_broker=0
-if ! scripts/kafka-broker.sh status >/dev/null 2>&1; then
-  say "starting a broker"
-  scripts/kafka-broker.sh start >>"${log}" 2>&1
-  started_broker=1
-fi
-trap '((started_broker)) && scripts/kafka-broker.sh stop >>"${log}" 2>&1 || true' EXIT
-eval "$(scripts/kafka-broker.sh env)"
+source scripts/lib/broker.sh
+broker_up "${log}"
+trap 'broker_down "${log}"' EXIT
 
 args=(--bootstrap "${STRATA_KAFKA_BOOTSTRAP}" --requests "${requests}" --reps "${reps}" --keys "${keys}")
 echo "Machine: $(nproc) cores, $(uname -r); load before: $(cut -d' ' -f1-3 /proc/loadavg); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
