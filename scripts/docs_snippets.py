@@ -16,7 +16,10 @@ A CMake source (CMakeLists.txt, *.cmake) marks its regions with
     docs_snippets.py --update   rewrite the blocks from the sources
 
 It also checks the compiler errors the docs quote (`<!-- compile-fail: NAME -->`)
-against the compile-fail test that produces them.
+against the compile-fail test that produces them, and, with --check, that
+every relative link in docs/**/*.md and README.md resolves: the file or
+directory exists, and a #fragment names a heading of the page it points to
+(GitHub's anchors).
 """
 
 import argparse
@@ -137,6 +140,64 @@ def compile_fail_quotes(md: Path):
     return problems
 
 
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+ANY_FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^#{1,6}\s+(?P<text>.*?)\s*#*\s*$")
+
+
+def prose(md: Path):
+    """(line number, line) of the lines outside fenced code blocks."""
+    fenced = False
+    for n, line in enumerate(md.read_text().splitlines(), 1):
+        if ANY_FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            yield n, line
+
+
+def slug(heading: str):
+    """GitHub's anchor of a heading: its text, lower case, punctuation dropped
+    (but `-` and `_`), spaces as hyphens."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"<[^>]+>", "", text).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(md: Path, cache={}):
+    if md not in cache:
+        seen, found = {}, set()
+        for _, line in prose(md):
+            if m := HEADING.match(line):
+                s = slug(m["text"])
+                found.add(s if s not in seen else f"{s}-{seen[s]}")
+                seen[s] = seen.get(s, 0) + 1
+        cache[md] = found
+    return cache[md]
+
+
+def relative_links(md: Path):
+    """(line number, target) of the relative links of a page, leaving out
+    links in code (fenced blocks, inline code) and absolute URLs."""
+    for n, line in prose(md):
+        for m in LINK.finditer(re.sub(r"`[^`]*`", "", line)):
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", m["target"]):  # https:, mailto:
+                yield n, m["target"]
+
+
+def link_problems(md: Path):
+    """Problems with the relative links of a page: a target that does not
+    exist, or a #fragment no heading of the target page has."""
+    problems, rel = [], md.relative_to(ROOT)
+    for n, target in relative_links(md):
+        file, _, fragment = target.partition("#")
+        dest = (md.parent / file).resolve() if file else md
+        if not dest.exists():
+            problems.append(f"{rel}:{n}: the link {target} leads to no file")
+        elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
+            problems.append(f"{rel}:{n}: the link {target}: {dest.relative_to(ROOT)} has no heading #{fragment}")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -153,13 +214,20 @@ def main():
         if args.update and text != md.read_text():
             md.write_text(text)
             print(f"updated {md.relative_to(ROOT)}")
+    links = 0
+    if args.check:
+        for md in [ROOT / "README.md", *pages]:
+            links += sum(1 for _ in relative_links(md))
+            all_problems += link_problems(md)
     for p in all_problems:
         print(p, file=sys.stderr)
     if all_problems:
-        hint = "fix the markers named above" if args.update else "fix missing markers, then run scripts/docs_snippets.py --update"
-        print(f"\n{len(all_problems)} snippet problem(s): {hint}", file=sys.stderr)
+        hint = "fix the markers named above" if args.update else "fix the links and markers named above; blocks that differ: scripts/docs_snippets.py --update"
+        print(f"\n{len(all_problems)} problem(s): {hint}", file=sys.stderr)
         return 1
     print(f"{blocks} snippet(s) in {len(pages)} page(s) match the examples")
+    if args.check:
+        print(f"{links} relative link(s) in {len(pages) + 1} page(s) resolve")
     return 0
 
 
