@@ -16,7 +16,7 @@
 
 #include <strata/changelog/detail/crc32c.hpp>
 #include <strata/changelog/detail/frame.hpp>
-#include <strata/changelog/detail/little_endian.hpp>
+#include <strata/detail/little_endian.hpp>
 #include <strata/core/bytes.hpp>
 
 #include <sanitizer/allocator_interface.h>

@@ -11,7 +11,7 @@
 /// handle; every operation throws `changelog_error` naming the call, the
 /// path and the reason.
 
-#include <strata/changelog/detail/posix_file.hpp>
+#include <strata/detail/posix_file.hpp>
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
 

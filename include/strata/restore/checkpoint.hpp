@@ -16,8 +16,8 @@
 /// directory), so a crash leaves either the old or the new checkpoint.
 
 #include <strata/changelog/detail/crc32c.hpp>
-#include <strata/changelog/detail/little_endian.hpp>
-#include <strata/changelog/detail/posix_file.hpp>
+#include <strata/detail/little_endian.hpp>
+#include <strata/detail/posix_file.hpp>
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
 

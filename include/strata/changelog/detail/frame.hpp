@@ -28,7 +28,7 @@
 /// never mistaken for frames of their own.
 
 #include <strata/changelog/detail/crc32c.hpp>
-#include <strata/changelog/detail/little_endian.hpp>
+#include <strata/detail/little_endian.hpp>
 #include <strata/core/bytes.hpp>
 
 #include <array>

@@ -27,7 +27,7 @@
 /// segment; after a power loss it may lag behind the last flushes.
 
 #include <strata/changelog/detail/crc32c.hpp>
-#include <strata/changelog/detail/little_endian.hpp>
+#include <strata/detail/little_endian.hpp>
 #include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>

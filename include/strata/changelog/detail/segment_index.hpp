@@ -37,7 +37,7 @@
 /// file), so the index of a 64 MiB segment with 64 KiB intervals is 16 KiB.
 
 #include <strata/changelog/detail/crc32c.hpp>
-#include <strata/changelog/detail/little_endian.hpp>
+#include <strata/detail/little_endian.hpp>
 #include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>
 
