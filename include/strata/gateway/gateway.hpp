@@ -49,6 +49,7 @@
 /// queries (user code) run on the server's work pool.
 
 #include <strata/core/concepts.hpp>
+#include <strata/gateway/detail/forwarder.hpp>
 #include <strata/gateway/detail/ports.hpp>
 #include <strata/gateway/http.hpp>
 #include <strata/gateway/json.hpp>
@@ -86,14 +87,15 @@ template <class App>
 class gateway {
 public:
     explicit gateway(App& app, gateway_options o = {})
-        : app_(&app), options_(std::move(o)), clients_(options_.forward_timeout, 32, options_.peer_tls),
-          forwarded_(&app.metrics().counter_for("strata_gateway_forwarded_total",
-                                                "Requests this gateway forwarded to the instance that runs the partition")),
-          forward_failed_(&app.metrics().counter_for("strata_gateway_forward_failures_total",
-                                                     "Forwarded requests that got no answer from the other instance")),
-          hedged_(&app.metrics().counter_for("strata_gateway_hedged_total",
-                                             "Standby reads also sent to the next copy because the one asked was "
-                                             "slower than hedge_after")),
+        : app_(&app), options_(std::move(o)),
+          forwarder_(options_.forward_timeout, options_.peer_tls, options_.hedge_after,
+                     app.metrics().counter_for("strata_gateway_forwarded_total",
+                                               "Requests this gateway forwarded to the instance that runs the partition"),
+                     app.metrics().counter_for("strata_gateway_hedged_total",
+                                               "Standby reads also sent to the next copy because the one asked was "
+                                               "slower than hedge_after"),
+                     app.metrics().counter_for("strata_gateway_forward_failures_total",
+                                               "Forwarded requests that got no answer from the other instance")),
           unrenderable_(&app.metrics().counter_for(
               "strata_gateway_unrenderable_records_total",
               "Records read that JSON cannot carry (a string that is not UTF-8): left out of scans, refused to key "
@@ -411,25 +413,6 @@ private:
         return f.get();
     }
 
-    /// A forwarded request on its way: the instances to try in turn, and
-    /// what the tried ones did. Answers come on the client's threads, and
-    /// with hedging two may be out at once: `m` guards the rest.
-    struct forward_chain {
-        runtime::query_outcome local;
-        std::string path;
-        http::header_list headers;
-        bool parse = true;
-        bool allow_standby = false;
-        std::vector<std::pair<std::string, std::string>> targets;  // (instance, endpoint)
-        std::function<void(answer)> done;
-
-        std::mutex m;
-        std::size_t next = 0;         // the next target to ask
-        std::size_t outstanding = 0;  // asked, not answered yet
-        bool settled = false;         // done was called
-        std::string tried, failure;
-    };
-
     /// Asks the owner of the partition, or with allow_standby also the
     /// instances that keep a standby of it, in turn; `done` gets the first
     /// answer that settles it, or 503 owner_unreachable naming what was
@@ -438,7 +421,7 @@ private:
     /// false, a reply's body is passed on as it came (answer::raw).
     void elsewhere_async(const runtime::query_outcome& local, std::string path, const request_options& o, bool parse,
                          std::function<void(answer)> done) {
-        auto c = std::make_shared<forward_chain>();
+        auto c = std::make_shared<detail::forward_chain>();
         c->local = local;
         c->path = std::move(path);
         c->parse = parse;
@@ -455,80 +438,7 @@ private:
         c->headers.emplace_back(request_options::forwarded_header, app_->config().instance_id);
         if (!options_.peer_secret.empty()) c->headers.emplace_back(request_options::peer_secret_header, options_.peer_secret);
         if (!o.authorization.empty()) c->headers.emplace_back("Authorization", o.authorization);
-        forward_next(std::move(c));
-    }
-
-    /// Asks the next target, if any is left and nothing settled yet; with
-    /// none left and none out, answers 503.
-    void forward_next(std::shared_ptr<forward_chain> c) {
-        std::unique_lock lock(c->m);
-        if (c->settled) return;
-        while (c->next < c->targets.size() && c->targets[c->next].second.empty()) {
-            c->tried += (c->tried.empty() ? "" : ", ") + c->targets[c->next].first + " (no endpoint)";
-            ++c->next;
-        }
-        if (c->next == c->targets.size()) {
-            if (c->outstanding > 0) return;  // one asked earlier may still answer
-            c->settled = true;
-            answer a = error_answer(503, "owner_unreachable",
-                                    "no instance that holds partition " + std::to_string(c->local.partition) +
-                                        " answered (tried " + c->tried + "): " + c->failure,
-                                    true);
-            a.body["partition"] = c->local.partition;
-            a.body["owner"] = c->local.owner;
-            a.body["owner_endpoint"] = c->local.owner_endpoint;
-            lock.unlock();
-            c->done(std::move(a));
-            return;
-        }
-        const auto [instance, endpoint] = c->targets[c->next++];
-        ++c->outstanding;
-        const std::size_t asked = c->next;
-        const bool hedge = c->next < c->targets.size() && options_.hedge_after.count() > 0;
-        lock.unlock();
-        forwarded_->inc();
-        if (hedge) {
-            // Asks the next copy too unless an answer or a failure moved
-            // the chain on meanwhile.
-            auto timer = std::make_shared<boost::asio::steady_timer>(clients_.executor(), options_.hedge_after);
-            timer->async_wait([this, c, timer, asked](boost::system::error_code ec) {
-                if (ec) return;
-                {
-                    const std::lock_guard l(c->m);
-                    if (c->settled || c->next != asked) return;
-                }
-                hedged_->inc();
-                forward_next(c);
-            });
-        }
-        clients_.async_get(endpoint, c->path, c->headers, c->parse,
-                           [this, c, instance = instance, endpoint = endpoint](forwarded f) mutable {
-                               std::unique_lock l(c->m);
-                               if (c->settled) return;
-                               --c->outstanding;
-                               if (settles(f, instance, *c)) {
-                                   c->settled = true;
-                                   l.unlock();
-                                   return c->done(std::move(*f.reply));
-                               }
-                               forward_failed_->inc();
-                               c->tried += (c->tried.empty() ? "" : ", ") + instance + " at " + endpoint;
-                               c->failure = !f.reply ? f.failure
-                                            : f.reply->parsed().is_object() ? f.reply->body.value("status", "error")
-                                                                           : "error";
-                               l.unlock();
-                               forward_next(std::move(c));
-                           });
-    }
-
-    /// Whether a forwarded reply is the answer, or the next instance is asked.
-    static bool settles(forwarded& f, const std::string& instance, const forward_chain& c) {
-        if (!f.reply) return false;
-        if (f.reply->code < 500) return true;
-        // The holder read it and cannot render it: every copy holds the same.
-        if (f.reply->code == 500 && f.reply->parsed().is_object() && f.reply->body.value("status", "") == "unrenderable")
-            return true;
-        return instance == c.local.owner && !c.allow_standby;
+        forwarder_.start(std::move(c));
     }
 
     [[nodiscard]] const detail::query_port* find_query(std::string_view store, std::string_view name) const {
@@ -566,10 +476,7 @@ private:
 
     App* app_;
     gateway_options options_;
-    client_pool clients_;
-    metrics::counter* forwarded_;
-    metrics::counter* forward_failed_;
-    metrics::counter* hedged_;
+    detail::forwarder forwarder_;
     metrics::counter* unrenderable_;
     std::map<std::string, std::unique_ptr<detail::kv_port>, std::less<>> kv_;
     std::map<std::pair<std::string, std::string>, std::unique_ptr<detail::query_port>> queries_;

@@ -45,7 +45,23 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 namespace strata::http {
+
+namespace detail {
+
+/// Raises the soft limit on open files to the hard one, so that the
+/// connections the server allows have descriptors.
+inline void raise_open_file_limit() noexcept {
+    rlimit l{};
+    if (::getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < l.rlim_max) {
+        l.rlim_cur = l.rlim_max;
+        (void)::setrlimit(RLIMIT_NOFILE, &l);
+    }
+}
+
+}  // namespace detail
 
 /// @brief An HTTP/1.1 server; see the file comment. It is bound once
 /// constructed (its port known) and serves from `start` until `stop()` or

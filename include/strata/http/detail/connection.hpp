@@ -34,7 +34,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include <sys/resource.h>
 
 namespace strata::http {
 
@@ -43,21 +42,6 @@ namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
 namespace detail {
-
-/// The TLS context of a server's options.
-/// @throws std::runtime_error a file that cannot be read or used, named
-inline net::ssl::context make_server_tls(const tls_options& t) {
-    net::ssl::context ctx(net::ssl::context::tls_server);
-    modern_tls_only(ctx);
-    const auto load = [](const std::string& what, const std::string& file, auto&& f) { use_tls_file(what, file, f); };
-    load("certificate chain", t.certificate_chain_file, [&] { ctx.use_certificate_chain_file(t.certificate_chain_file); });
-    load("private key", t.private_key_file, [&] { ctx.use_private_key_file(t.private_key_file, net::ssl::context::pem); });
-    if (!t.client_ca_file.empty()) {
-        load("client CA file", t.client_ca_file, [&] { ctx.load_verify_file(t.client_ca_file); });
-        ctx.set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
-    }
-    return ctx;
-}
 
 /// What every connection of one server reaches.
 struct server_shared {
@@ -485,16 +469,6 @@ private:
     std::unique_ptr<char[]> discard_;  // only while lingering
     std::size_t drained_ = 0;
 };
-
-/// Raises the soft limit on open files to the hard one, so that the
-/// connections the server allows have descriptors.
-inline void raise_open_file_limit() noexcept {
-    rlimit l{};
-    if (::getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < l.rlim_max) {
-        l.rlim_cur = l.rlim_max;
-        (void)::setrlimit(RLIMIT_NOFILE, &l);
-    }
-}
 
 }  // namespace detail
 
