@@ -59,19 +59,15 @@ cmake --build build-bench/http --target shared_state_service >>"${log}" 2>&1
 service="${repo_dir}/build-bench/http/docs/examples/shared_state_service"
 commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- include docs/examples || echo ' with uncommitted changes')"
 
-started_broker=0
-if ! scripts/kafka-broker.sh status >/dev/null 2>&1; then
-  scripts/kafka-broker.sh start >>"${log}" 2>&1
-  started_broker=1
-fi
-eval "$(scripts/kafka-broker.sh env)"
+source scripts/lib/broker.sh
+broker_up "${log}"
 
 work="$(mktemp -d /tmp/bench-http.XXXXXX)"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "${pid}" 2>/dev/null || true; done
-  ((started_broker)) && scripts/kafka-broker.sh stop >>"${log}" 2>&1 || true
+  broker_down "${log}"
   rm -rf "${work}"
 }
 trap cleanup EXIT INT TERM

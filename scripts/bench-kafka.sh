@@ -57,20 +57,13 @@ cmake --build build-bench/e2e -j2 >>"${log}" 2>&1
 e2e="${repo_dir}/build-bench/e2e/e2e"
 
 # --- broker -----------------------------------------------------------------
-started_broker=0
-if ! scripts/kafka-broker.sh status >/dev/null 2>&1; then
-  say "starting a broker"
-  scripts/kafka-broker.sh start >>"${log}" 2>&1
-  started_broker=1
-fi
+source scripts/lib/broker.sh
+broker_up "${log}"
 cleanup() {
   rm -rf "${work_dir}"
-  if ((started_broker)) && [[ "${STRATA_BENCH_KEEP_BROKER:-0}" != 1 ]]; then
-    scripts/kafka-broker.sh stop >>"${log}" 2>&1 || true
-  fi
+  broker_down "${log}"
 }
 trap cleanup EXIT
-eval "$(scripts/kafka-broker.sh env)"
 bootstrap="${STRATA_KAFKA_BOOTSTRAP}"
 
 if ((peer)); then

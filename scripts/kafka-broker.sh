@@ -71,6 +71,7 @@ set -euo pipefail
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_dir="$(cd "${script_dir}/.." && pwd)"
 readonly script_dir repo_dir
+readonly config_dir="${script_dir}/kafka"  # the broker's configuration and logging files
 
 readonly kafka_version="${STRATA_KAFKA_VERSION:-3.9.1}"
 readonly cache_dir="${STRATA_CACHE_DIR:-${repo_dir}/.cache}"
@@ -230,173 +231,49 @@ random_cluster_id() {
   done
 }
 
+# Fills a template of scripts/kafka/ ("@NAME@" -> value, for NAME=value
+# pairs after the file name) and prints it.
+render() {
+  local template="$1" text
+  shift
+  shopt -u patsub_replacement 2>/dev/null || true  # bash 5.2: a '&' in a value is itself
+  text="$(<"${config_dir}/${template}")"
+  local pair
+  for pair in "$@"; do
+    text="${text//@${pair%%=*}@/${pair#*=}}"
+  done
+  printf '%s\n' "${text}"
+}
+
+# The broker's configuration and logging, from the files in scripts/kafka/.
 write_config() {
-  local secure_listener="" secure_advertised="" secure_config=""
+  local secure_listener="" secure_advertised=""
   if ((secure_port > 0)); then
     secure_listener=",SASL_SSL://127.0.0.1:${secure_port}"
     secure_advertised=",SASL_SSL://127.0.0.1:${secure_port}"
-    # The key and its certificate in one PEM file, as Kafka's PEM keystore wants them.
-    secure_config="# The SASL_SSL listener: TLS with a test CA's certificate, SCRAM-SHA-256 users.
-sasl.enabled.mechanisms=SCRAM-SHA-256
-listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
-listener.name.sasl_ssl.ssl.keystore.type=PEM
-listener.name.sasl_ssl.ssl.keystore.location=${certs_dir}/broker-keystore.pem"
   fi
-  cat >"${props_file}" <<EOF
-# Written by scripts/kafka-broker.sh; rewritten on every start.
-# One JVM is both a KRaft controller and a broker (the only one, unless
-# scripts/kafka-cluster.sh runs several).
-process.roles=broker,controller
-node.id=${node_id}
-controller.quorum.voters=${quorum_voters}
-listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller_port}${secure_listener}
-advertised.listeners=PLAINTEXT://127.0.0.1:${port}${secure_advertised}
-inter.broker.listener.name=PLAINTEXT
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL
-log.dirs=${data_dir}
-${secure_config}
-
-# Small thread pools: the machine has two cores and the load is a test's.
-num.network.threads=2
-num.io.threads=2
-background.threads=2
-num.recovery.threads.per.data.dir=1
-
-# With a single broker every internal topic must have replication factor 1
-# and accept 1 in-sync replica, or the group and transaction coordinators
-# never come up (transactional producers then time out in init). A cluster
-# replicates them, and accepts a write once two replicas have it.
-num.partitions=1
-default.replication.factor=${replication}
-min.insync.replicas=${min_isr}
-offsets.topic.replication.factor=${replication}
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=${replication}
-transaction.state.log.min.isr=${min_isr}
-transaction.state.log.num.partitions=1
-# Consumers in tests join at once instead of waiting 3 s for more members.
-group.initial.rebalance.delay.ms=0
-# A transactional producer killed mid-transaction leaves it open, and
-# read-committed readers of its partitions stop before it, until the
-# coordinator aborts it: at the transaction timeout, found by a scan every
-# 10 s by default. Failover tests scan every second.
-transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
-
-# After a SIGKILL the controller keeps the dead broker's registration until
-# its session expires, and the restarted broker cannot register before that:
-# 9 s by default, which made a restart after kill take 15 s.
-broker.heartbeat.interval.ms=500
-broker.session.timeout.ms=4000
-
-# Compaction tests: the cleaner looks for work every 250 ms instead of 15 s,
-# with a 4 MiB dedupe buffer instead of 128 MiB (it lives on the heap).
-log.cleaner.enable=true
-log.cleaner.threads=1
-log.cleaner.backoff.ms=250
-log.cleaner.dedupe.buffer.size=4194304
-log.retention.check.interval.ms=1000
-# Kafka's default, spelled out: producing to an unknown topic creates it with
-# the broker defaults (not compacted). strata's changelog topics are created
-# explicitly with their own configs.
-auto.create.topics.enable=true
-EOF
+  render broker.properties NODE_ID="${node_id}" QUORUM_VOTERS="${quorum_voters}" PORT="${port}" \
+    CONTROLLER_PORT="${controller_port}" SECURE_LISTENER="${secure_listener}" \
+    SECURE_ADVERTISED="${secure_advertised}" DATA_DIR="${data_dir}" REPLICATION="${replication}" \
+    MIN_ISR="${min_isr}" >"${props_file}"
+  if ((secure_port > 0)); then
+    # The key and its certificate in one PEM file, as Kafka's PEM keystore wants them.
+    printf '\n' >>"${props_file}"
+    render broker-sasl-ssl.properties CERTS_DIR="${certs_dir}" >>"${props_file}"
+  fi
   if [[ -n "${STRATA_KAFKA_EXTRA_PROPERTIES:-}" ]]; then
     printf '\n# From STRATA_KAFKA_EXTRA_PROPERTIES\n%s\n' "${STRATA_KAFKA_EXTRA_PROPERTIES}" >>"${props_file}"
   fi
-
-  if ((log4j2)); then
-    write_log4j2_config
-    return
-  fi
   # server.log is what readiness is read from; the cleaner and the state
-  # change logs get their own files so server.log stays readable.
-  cat >"${log4j_file}" <<'EOF'
-log4j.rootLogger=INFO, server
-log4j.appender.server=org.apache.log4j.FileAppender
-log4j.appender.server.File=${kafka.logs.dir}/server.log
-log4j.appender.server.layout=org.apache.log4j.PatternLayout
-log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
-
-log4j.appender.cleaner=org.apache.log4j.FileAppender
-log4j.appender.cleaner.File=${kafka.logs.dir}/log-cleaner.log
-log4j.appender.cleaner.layout=org.apache.log4j.PatternLayout
-log4j.appender.cleaner.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka.log.LogCleaner=INFO, cleaner
-log4j.additivity.kafka.log.LogCleaner=false
-log4j.logger.kafka.log.Cleaner=INFO, cleaner
-log4j.additivity.kafka.log.Cleaner=false
-log4j.logger.kafka.log.LogCleanerManager=INFO, cleaner
-log4j.additivity.kafka.log.LogCleanerManager=false
-
-log4j.logger.state.change.logger=WARN
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.org.apache.kafka.clients=WARN
-EOF
-
-  # Command-line tools only report warnings, on stderr.
-  cat >"${tools_log4j_file}" <<'EOF'
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-EOF
-}
-
-# The same logging as above in log4j2's properties syntax (Kafka 4.x).
-write_log4j2_config() {
-  cat >"${log4j_file}" <<'EOF'
-name=strata-kafka-broker
-appender.server.type=File
-appender.server.name=server
-appender.server.fileName=${sys:kafka.logs.dir}/server.log
-appender.server.layout.type=PatternLayout
-appender.server.layout.pattern=[%d] %p %m (%c)%n
-appender.cleaner.type=File
-appender.cleaner.name=cleaner
-appender.cleaner.fileName=${sys:kafka.logs.dir}/log-cleaner.log
-appender.cleaner.layout.type=PatternLayout
-appender.cleaner.layout.pattern=[%d] %p %m (%c)%n
-
-rootLogger.level=INFO
-rootLogger.appenderRef.server.ref=server
-
-logger.cleaner.name=kafka.log.LogCleaner
-logger.cleaner.level=INFO
-logger.cleaner.additivity=false
-logger.cleaner.appenderRef.cleaner.ref=cleaner
-logger.cleaner2.name=org.apache.kafka.storage.internals.log.LogCleaner
-logger.cleaner2.level=INFO
-logger.cleaner2.additivity=false
-logger.cleaner2.appenderRef.cleaner.ref=cleaner
-logger.cleaner3.name=kafka.log.Cleaner
-logger.cleaner3.level=INFO
-logger.cleaner3.additivity=false
-logger.cleaner3.appenderRef.cleaner.ref=cleaner
-logger.cleaner4.name=kafka.log.LogCleanerManager
-logger.cleaner4.level=INFO
-logger.cleaner4.additivity=false
-logger.cleaner4.appenderRef.cleaner.ref=cleaner
-
-logger.statechange.name=state.change.logger
-logger.statechange.level=WARN
-logger.request.name=kafka.request.logger
-logger.request.level=WARN
-logger.clients.name=org.apache.kafka.clients
-logger.clients.level=WARN
-EOF
-
-  cat >"${tools_log4j_file}" <<'EOF'
-name=strata-kafka-tools
-appender.stderr.type=Console
-appender.stderr.name=stderr
-appender.stderr.target=SYSTEM_ERR
-appender.stderr.layout.type=PatternLayout
-appender.stderr.layout.pattern=[%d] %p %m (%c)%n
-rootLogger.level=WARN
-rootLogger.appenderRef.stderr.ref=stderr
-EOF
+  # change logs get their own files so server.log stays readable. Kafka 4.x
+  # reads log4j2's syntax.
+  if ((log4j2)); then
+    cp "${config_dir}/broker-log4j2.properties" "${log4j_file}"
+    cp "${config_dir}/tools-log4j2.properties" "${tools_log4j_file}"
+  else
+    cp "${config_dir}/broker-log4j.properties" "${log4j_file}"
+    cp "${config_dir}/tools-log4j.properties" "${tools_log4j_file}"
+  fi
 }
 
 # --- commands ---------------------------------------------------------------

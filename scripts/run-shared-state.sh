@@ -28,19 +28,15 @@ bash scripts/setup.sh >/dev/null
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build --target shared_state_service shared_state_load >/dev/null
 
-started_broker=0
-if ! scripts/kafka-broker.sh status >/dev/null 2>&1; then
-  scripts/kafka-broker.sh start
-  started_broker=1
-fi
-eval "$(scripts/kafka-broker.sh env)"
+source scripts/lib/broker.sh
+broker_up /dev/stderr
 
 run_dir="$(mktemp -d /tmp/shared-state.XXXXXX)"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "${pid}" 2>/dev/null || true; done
-  ((started_broker)) && scripts/kafka-broker.sh stop || true
+  broker_down /dev/stderr
   echo "run-shared-state: logs and state were in ${run_dir}"
 }
 trap cleanup EXIT INT TERM
