@@ -116,4 +116,112 @@ MUTANTS = [
     mutant("evicted-dirty-lost", ["class cached_store :", "void evict_beyond_bound("],
            "evicting a dirty entry drops it without writing its record",
            [("if constexpr (logs) write_record(*victim);", "")]),
+    # --- the metered decorator
+    mutant("cache-hits-as-misses", ["class metered_store :", "auto read(Fetch fetch) const {"],
+           "the metered layer counts a read the cache answered as a miss and one it passed on as a hit: the "
+           "published hits, misses and hit ratio are upside down",
+           [("if (cache().hits() != hits_before) m_.hits->inc();", "if (cache().hits() == hits_before) m_.hits->inc();")],
+           tests=r"^decorators_metered_test$"),
+    mutant("read-evictions-uncounted", ["class metered_store :", "auto read(Fetch fetch) const {"],
+           "the metered layer takes a read through the cache for one that writes nothing: the records a read's "
+           "eviction writes to the changelog are missing from strata_changelog_records_total",
+           [("return observed(m_.get, [&] {", "return observed<false>(m_.get, [&] {")],
+           tests=r"^decorators_metered_test$"),
+
+    # --- restore and checkpoints
+    # (restore_from's signature cannot be the anchor: the block after it would be the '{}' of a default argument)
+    mutant("restore-one-short", ["auto apply = [&](const record_view& r) {"],
+           "a restore stops one record short of the end offset it took at the start: the newest update in the "
+           "changelog is missing from every restored store",
+           [("if (r.offset >= p.to) return false;", "if (r.offset + 1 >= p.to) return false;")],
+           tests=r"^restore_batches_test$"),
+    mutant("restore-past-checkpoint",
+           ["offset_t restore_start(const Inner& inner, Log& log, std::string_view name, const logged_options& opts) {"],
+           "a persistent store restores from one past its checkpoint (taken for the last offset applied rather "
+           "than the first one not applied): the record at the checkpoint is never restored",
+           [("from = checkpoint_file(*opts.checkpoint).load(name, opts.partition).value_or(0);",
+             "if (const auto saved = checkpoint_file(*opts.checkpoint).load(name, opts.partition)) from = *saved + 1;")],
+           tests=r"^decorators_logged_test$"),
+    mutant("checkpoint-damage-ignored", ["class checkpoint_file {", "entries_type parse(bytes_view bytes) const {"],
+           "a checkpoint file whose checksum does not match reads as an empty one instead of being refused: a "
+           "damaged checkpoint is taken for no checkpoint, and the next save overwrites it, dropping every other "
+           "store's entry",
+           [('fail(crc_at, "checkpoint checksum mismatch");', "return {};")],
+           tests=r"^restore_checkpoint_test$"),
+
+    # --- the Kafka changelog
+    mutant("flush-before-acks", ["class producer {", "void wait(const delivery_tracker& tracker) {"],
+           "a Kafka changelog's flush serves the delivery reports that have arrived and returns without waiting "
+           "for the others: records the broker has not acknowledged are taken for durable (and a commit after "
+           "the flush marks their inputs consumed)",
+           [("while (tracker.in_flight != 0) (void)rd_kafka_flush(client_.get(), 100);",
+             "if (tracker.in_flight != 0) (void)rd_kafka_poll(client_.get(), 0);")],
+           tests=r"^kafka_changelog_test$", kafka=True),
+    mutant("delivery-failure-ignored", ["class kafka_changelog {", "offset_t flush() {"],
+           "a Kafka changelog's flush returns normally after a record was not acknowledged (the broker refused "
+           "it, or message.timeout.ms ran out): a lost update is reported durable",
+           [("producer_->wait(*tracker_); throw_if_failed();", "producer_->wait(*tracker_);")],
+           tests=r"^kafka_network_faults_test$", kafka=True),
+    mutant("aborted-records-restored", ["inline client make_consumer(const kafka_changelog_options& o) {"],
+           "a Kafka changelog is read uncommitted whatever read_committed says: a restore applies the records of "
+           "aborted transactions (a fenced instance's, a failed commit's), as if the abort had not happened",
+           [("c.set(replay_consumer_settings(o.read_committed));", "c.set(replay_consumer_settings(false));")],
+           tests=r"^kafka_fencing_test$", kafka=True),
+
+    # --- the runtime: commits
+    mutant("store-commit-before-transaction", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts) {"],
+           "under exactly-once, stores that keep their committed offset in their own data (RocksDB) commit "
+           "before the transaction does: after an aborted transaction they keep its updates, and the inputs "
+           "processed again count twice",
+           [("if (port_->commit_transaction(offsets) == transaction_end::aborted) {",
+             "for (T* t : ts) t->commit_self_checkpointing_stores();\n"
+             "            if (port_->commit_transaction(offsets) == transaction_end::aborted) {"),
+            ("port_->begin_transaction(); for (T* t : ts) t->commit_self_checkpointing_stores();",
+             "port_->begin_transaction();")],
+           tests=r"^runtime_unit_committer_test$"),
+    mutant("offsets-before-outputs", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts) {"],
+           "under at-least-once, a commit sends the input offsets without waiting for the output records: an "
+           "output the broker then refuses is lost, its input marked consumed",
+           [("for (T* t : ts) t->flush_stores(); if (!o_.exactly_once) port_->flush_output();",
+             "for (T* t : ts) t->flush_stores();")],
+           tests=r"^runtime_unit_committer_test$"),
+
+    # --- the runtime: fencing
+    mutant("lease-without-margin", ["class lease {", "void confirmed(time_point sent) {"],
+           "the at-least-once lease runs a whole session after the accepted commit instead of a session less "
+           "the margin: an instance paused past its session may still hand records to its producer when the "
+           "group expels it, and they land after the next owner started the task",
+           [("until_ = std::max(until_, sent + session_ - margin_);", "until_ = std::max(until_, sent + session_);")],
+           tests=r"^runtime_unit_committer_test$"),
+    mutant("start-before-predecessor-acted", ["bool held_elsewhere(const assignment& d,"],
+           "an instance starts a task moved to it once the other members' statuses do not list it, though they "
+           "were published before the decision that moved it: the previous owner may still run it, and the task "
+           "runs on two instances",
+           [("if (st->acted() < p.since() || st->lists(p.task)) return true;",
+             "if (st->lists(p.task)) return true;")],
+           tests=r"^runtime_unit_coordination_test$"),
+    mutant("rejoined-instance-not-fenced", ["std::vector<fence_target> fence_targets(const assignment& d,"],
+           "under exactly-once, an instance the decision lists under an older membership (expelled and joined "
+           "again, or restarted) is not fenced before its task restores elsewhere: its old incarnation's open "
+           "transaction can still commit after the new owner read the changelog",
+           [("if (const std::string* m = d.member_id_of(name); m != nullptr && *m == st.member_id) continue;",
+             "if (d.member_id_of(name) != nullptr) continue;")],
+           tests=r"^runtime_unit_coordination_test$"),
+
+    # --- the runtime: assignment and tasks
+    mutant("dead-instance-keeps-tasks", ["std::vector<task_placement> assign_tasks(const assignor_input& in) {"],
+           "the leader leaves a task with the instance that ran it even when that instance is no longer a member: "
+           "a dead instance's partitions are processed by no one",
+           [("if (!owner.empty() && live(owner)) {", "if (!owner.empty()) {")],
+           tests=r"^runtime_unit_assignor_test$"),
+    mutant("promoted-standby-unprepared", ["class task_manager {", "void start(std::int32_t p, const prepare_fn& prepare) {"],
+           "a task taken over from its standby skips the preparation a new task gets: under exactly-once the "
+           "producers that may still write for it are not fenced before it runs",
+           [("prepare(*standby);", "")],
+           tests=r"^runtime_unit_task_manager_test$"),
+    mutant("restoring-task-released-clean", ["class task_manager {", "void release(std::int32_t p, bool clean) {"],
+           "a task released while it still restores is closed clean: under exactly-once its checkpoint names the "
+           "changelog's end though its stores hold only part of it, and the next restore skips the rest",
+           [("close(*it->second, clean && it->second->state() == task_state::running);", "close(*it->second, clean);")],
+           tests=r"^runtime_unit_task_manager_test$"),
 ]
