@@ -168,6 +168,13 @@ MUTANTS = [
            [("c.set(replay_consumer_settings(o.read_committed));", "c.set(replay_consumer_settings(false));")],
            tests=r"^kafka_fencing_test$", kafka=True),
 
+    mutant("abort-commits", ["class exactly_once {", "void abort_within(clock::time_point deadline) {"],
+           "aborting a transaction commits it instead: what a failed task wrote (outputs and changelog records "
+           "of updates its store will not keep) becomes visible to read_committed readers and restores",
+           [("return rd_kafka_abort_transaction(producer_->get(), ms);",
+             "return rd_kafka_commit_transaction(producer_->get(), ms);")],
+           tests=r"^kafka_fencing_test$", kafka=True),
+
     # --- the runtime: commits
     mutant("store-commit-before-transaction", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts) {"],
            "under exactly-once, stores that keep their committed offset in their own data (RocksDB) commit "

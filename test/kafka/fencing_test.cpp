@@ -126,3 +126,30 @@ TEST_CASE("a broker restart in the middle of a transaction: the commit makes all
     CHECK(logged.size() == out.size());
     if (committed) CHECK(out.size() == 1000);
 }
+
+TEST_CASE("an aborted transaction's outputs and changelog records are never read, and the next transaction commits",
+          "[kafka][exactly-once]") {
+    const std::string output = kafka_test::make_topic("abort-out");
+    const std::string changelog = kafka_test::make_topic("abort-log");
+    exactly_once eos(producer_options{kafka_test::bootstrap(), kafka_test::unique_name("abort-txn"), {}});
+    {
+        kafka_changelog log(kafka_test::log_options(changelog), eos.shared_producer());
+        eos.begin();
+        write(eos, log, output, "kept-", 3);
+        commit(eos);
+        eos.begin();
+        write(eos, log, output, "aborted-", 3);  // acknowledged by the broker, then aborted
+        eos.abort();
+        CHECK_FALSE(eos.in_transaction());
+        CHECK_FALSE(eos.needs_new_producer());
+    }
+    // The next transaction goes on with the same producer (a store rebuilt from the changelog would log again).
+    kafka_changelog log(kafka_test::log_options(changelog), eos.shared_producer());
+    eos.begin();
+    write(eos, log, output, "after-", 2);
+    commit(eos);
+
+    const std::vector<std::string> want{"kept-0", "kept-1", "kept-2", "after-0", "after-1"};
+    CHECK(committed_keys(output) == want);
+    CHECK(committed_keys(changelog) == want);
+}
