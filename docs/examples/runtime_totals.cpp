@@ -40,8 +40,8 @@ struct settings {
 };
 
 // [make-config]
-strata::runtime::application_config config_of(const settings& s) {
-    strata::runtime::application_config c;
+strata::runtime::application_options config_of(const settings& s) {
+    strata::runtime::application_options c;
     c.application_id = s.app;                 // the group, and the changelogs' prefix
     c.bootstrap_servers = s.bootstrap;
     c.input_topics = {s.payments};            // one task per partition of it

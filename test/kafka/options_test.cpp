@@ -26,7 +26,7 @@ TEST_CASE("option structs take designated initializers for some members, the res
     CHECK(topic.bootstrap_servers.empty());
     CHECK(topic.replication_factor == 1);
 
-    const strata::runtime::application_config app{.application_id = "a", .input_topics = {"in"}};
+    const strata::runtime::application_options app{.application_id = "a", .input_topics = {"in"}};
     CHECK(app.bootstrap_servers.empty());
     CHECK(app.instance_id.empty());
 

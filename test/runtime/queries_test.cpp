@@ -24,9 +24,9 @@ namespace rt = strata::runtime;
 
 namespace {
 
-rt::application_config config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
+rt::application_options config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
                               const std::string& instance) {
-    rt::application_config c;
+    rt::application_options c;
     c.application_id = app;
     c.bootstrap_servers = kafka_test::bootstrap();
     c.input_topics = {input};
@@ -254,7 +254,7 @@ TEST_CASE("queries: two instances agree on who answers for a key, and a standby 
     const std::string app_id = kafka_test::unique_name("iq-two");
     const std::string input = kafka_test::make_topic("iq-two-in", partitions, {{"cleanup.policy", "delete"}});
     auto with_standby = [&](const std::string& id) {
-        rt::application_config c = config(app_id, input, dir, id);
+        rt::application_options c = config(app_id, input, dir, id);
         c.standby_replicas = 1;
         return c;
     };

@@ -111,7 +111,7 @@ TEST_CASE("runtime over SASL_SSL: an application processes and commits through t
     const std::string app_id = kafka_test::unique_name("secure-app");
     const std::string input = kafka_test::make_topic("secure-in", partitions, {{"cleanup.policy", "delete"}});
     const auto config = [&](const std::string& password) {
-        rt::application_config c;
+        rt::application_options c;
         c.application_id = app_id;
         c.bootstrap_servers = secure_bootstrap();
         c.client_settings = secure(password);

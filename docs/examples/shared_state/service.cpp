@@ -212,8 +212,8 @@ struct processor {
 };
 // [processor]
 
-rt::application_config config_of(const settings& s) {
-    rt::application_config c;
+rt::application_options config_of(const settings& s) {
+    rt::application_options c;
     c.application_id = s.app;
     c.bootstrap_servers = s.bootstrap;
     c.input_topics = {s.reports};

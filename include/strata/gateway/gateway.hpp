@@ -13,11 +13,11 @@
 ///         return nlohmann::json(store.query([&](const orders_db& db) { return db.count_in(a.at("city")); }));
 ///     });
 ///     strata::http::server_options o;
-///     o.port = 8080;                                          // the port of application_config::endpoint
+///     o.port = 8080;                                          // the port of application_options::endpoint
 ///     auto server = gw.serve(o);                              // serves until destroyed
 ///
 /// Or, to add routes of one's own, or to bind before the application is
-/// made (a port the kernel picks, for application_config::endpoint):
+/// made (a port the kernel picks, for application_options::endpoint):
 ///
 ///     strata::http::server server(o);                         // bound; server.endpoint() is known
 ///     strata::http::router routes;

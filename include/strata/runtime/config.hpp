@@ -38,7 +38,7 @@ enum class bad_record_action {
 };
 
 /// @brief The settings of an application.
-struct application_config {
+struct application_options {
     /// Names the consumer group, the changelog topics
     /// (`<application_id>-<store>-changelog`) and the folder under `state_dir`.
     std::string application_id{};

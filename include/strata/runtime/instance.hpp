@@ -66,7 +66,7 @@ namespace strata::runtime {
 class instance {
 public:
     /// @param reg the registry metrics go to (it must outlive the instance)
-    instance(application_config config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
+    instance(application_options config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
         : config_(std::move(config)), registry_(&reg), on_restore_(std::move(on_restore)),
           lifecycle_(config_, std::move(make), reg) {
         config_.validate();
@@ -98,7 +98,7 @@ public:
     /// group's membership change (wall-clock ms), before it decides.
     void on_rebalance_noticed(std::function<void(std::int64_t)> fn) { rebalance_log_ = std::move(fn); }
 
-    [[nodiscard]] const application_config& config() const noexcept { return config_; }
+    [[nodiscard]] const application_options& config() const noexcept { return config_; }
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *registry_; }
 
     /// @brief This instance's tasks and the application's metadata, as
@@ -426,7 +426,7 @@ private:
         return registry_->counter_for(name, help, {{"instance", config_.instance_id}});
     }
 
-    application_config config_;
+    application_options config_;
     metrics::registry* registry_;
     restore_callback on_restore_;
     detail::task_lifecycle lifecycle_;  // builds, restores, starts and closes the tasks

@@ -31,7 +31,7 @@ namespace strata::runtime {
 
 /// @brief What the instance lends every task_context.
 struct task_environment {
-    const application_config* config = nullptr;
+    const application_options* config = nullptr;
     std::shared_ptr<kafka::producer> producer;  ///< the instance's producer (transactional under exactly-once)
     metrics::registry* registry = nullptr;
     /// Makes sure the changelog topic of a store exists (one partition per
@@ -57,13 +57,13 @@ public:
     /// The runtime empties it when no checkpoint vouches for its contents.
     [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *env_->registry; }
-    [[nodiscard]] const application_config& config() const noexcept { return *env_->config; }
+    [[nodiscard]] const application_options& config() const noexcept { return *env_->config; }
 
     /// @brief The changelog of store `store` for this task: its partition of
     /// `<application id>-<store>-changelog` (created when missing), written
     /// by the instance's producer, read committed.
     [[nodiscard]] kafka::kafka_changelog changelog(std::string_view store) const {
-        const application_config& c = *env_->config;
+        const application_options& c = *env_->config;
         kafka::kafka_changelog_options o;
         o.bootstrap_servers = c.bootstrap_servers;
         o.topic = env_->ensure_changelog(store);

@@ -40,7 +40,7 @@ class group_consumer {
 public:
     using clock = std::chrono::steady_clock;
 
-    group_consumer(const application_config& c, const std::string& coordination, leader& l)
+    group_consumer(const application_options& c, const std::string& coordination, leader& l)
         : c_(&c), leader_(&l), consumer_(RD_KAFKA_CONSUMER, conf(c, this)) {
         rd_kafka_poll_set_consumer(consumer_.get());
         // The input topics' leaders, known before any of their partitions is
@@ -223,7 +223,7 @@ public:
     }
 
 private:
-    static kafka::conf conf(const application_config& c, group_consumer* self) {
+    static kafka::conf conf(const application_options& c, group_consumer* self) {
         kafka::conf k;
         k.set("bootstrap.servers", c.bootstrap_servers);
         k.set("group.id", c.application_id);
@@ -337,7 +337,7 @@ private:
                                   what);
     }
 
-    const application_config* c_;
+    const application_options* c_;
     leader* leader_;
     kafka::client consumer_;
     std::exception_ptr failure_;

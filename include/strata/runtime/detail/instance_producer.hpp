@@ -41,7 +41,7 @@ public:
 
     /// Starts the producer (and its first transaction, under exactly-once).
     /// `may_write`: under at-least-once, asked before each record (the lease).
-    explicit instance_producer(const application_config& c, std::function<bool()> may_write = {})
+    explicit instance_producer(const application_options& c, std::function<bool()> may_write = {})
         : c_(&c), may_write_(std::move(may_write)) {
         start();
     }
@@ -62,7 +62,7 @@ public:
         return eos_ ? transactional_id_of(*c_) : std::string();
     }
 
-    [[nodiscard]] static std::string transactional_id_of(const application_config& c) {
+    [[nodiscard]] static std::string transactional_id_of(const application_options& c) {
         return c.application_id + "-" + c.instance_id;
     }
 
@@ -170,7 +170,7 @@ private:
         }
     }
 
-    const application_config* c_;
+    const application_options* c_;
     std::function<bool()> may_write_;
     std::chrono::milliseconds delivery_timeout_{};  // its message.timeout.ms
     std::optional<kafka::exactly_once> eos_;

@@ -42,7 +42,7 @@ struct instance_session {
     /// @throws what any part throws on its way up (a broker unreachable, a
     ///         state directory in use, a duplicate instance id, ...); the
     ///         parts built so far go again
-    instance_session(const application_config& c, instance_topics& topics, metrics::registry& reg, hooks h)
+    instance_session(const application_options& c, instance_topics& topics, metrics::registry& reg, hooks h)
         : dir(c.state_dir, c.application_id),
           partitions(topics.check_inputs()),
           coordination(topics.ensure_coordination()),
@@ -77,7 +77,7 @@ struct instance_session {
     restorer restore;
 
 private:
-    static committer_options committer_settings(const application_config& c, const std::string& lease_topic) {
+    static committer_options committer_settings(const application_options& c, const std::string& lease_topic) {
         committer_options o;
         o.exactly_once = c.guarantee == processing_guarantee::exactly_once;
         o.instance = c.instance_id;

@@ -38,7 +38,7 @@ namespace strata::runtime::detail {
 class task_lifecycle final : public task_host<task> {
 public:
     /// @param c the instance's configuration (it must outlive this)
-    task_lifecycle(const application_config& c, task_maker make, metrics::registry& reg)
+    task_lifecycle(const application_options& c, task_maker make, metrics::registry& reg)
         : config_(&c), make_(std::move(make)), registry_(&reg) {}
 
     /// @brief The session of the run() in progress (nullptr after it).
@@ -133,7 +133,7 @@ public:
     }
 
 private:
-    const application_config* config_;
+    const application_options* config_;
     task_maker make_;
     metrics::registry* registry_;
     instance_session* s_ = nullptr;

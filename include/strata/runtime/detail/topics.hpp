@@ -22,7 +22,7 @@ namespace strata::runtime::detail {
 
 class instance_topics {
 public:
-    explicit instance_topics(const application_config& c) : c_(&c) {}
+    explicit instance_topics(const application_options& c) : c_(&c) {}
 
     /// @brief The partition count the input topics share (the tasks).
     /// @throws usage_error they differ
@@ -115,7 +115,7 @@ private:
         }
     }
 
-    const application_config* c_;
+    const application_options* c_;
     std::int32_t partitions_ = 0;
     std::mutex mutex_;
     std::set<std::string> ensured_;  // changelogs made sure of in this run
