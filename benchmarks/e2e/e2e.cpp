@@ -381,7 +381,7 @@ void run_write(const options& o, const workload& w, Log& inner_log, json& j) {
             auto s = std::move(store) | strata::logged(log);
             drive(s, s.base(), [&] { return s.records_written(); });
         } else {
-            auto s = std::move(store) | strata::logged(log) | strata::cached(strata::cache_options{cache_bytes});
+            auto s = std::move(store) | strata::logged(log) | strata::cached(strata::cached_options{cache_bytes});
             drive(s, s.base().base(), [&] { return s.base().records_written(); });
         }
     });

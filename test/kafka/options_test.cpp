@@ -34,7 +34,7 @@ TEST_CASE("option structs take designated initializers for some members, the res
     CHECK_FALSE(logged.checkpoint.has_value());
     CHECK(logged.checkpoint_on_flush);
 
-    const strata::cache_options cache{.max_bytes = 1024};
+    const strata::cached_options cache{.max_bytes = 1024};
     const strata::metered_options metered{.time_one_in = 4};
     const strata::file_log_options file_log{.segment_bytes = 4096};
     CHECK(cache.max_bytes == 1024);
