@@ -174,11 +174,11 @@ int quick_check(settings s) {
         seen = 0;
         last.clear();
         for (int p = 0; p < 6; ++p) {
-            strata::kafka::kafka_changelog_options o;
+            strata::kafka::changelog_options o;
             o.bootstrap_servers = s.bootstrap;
             o.topic = s.totals;
             o.partition = p;
-            strata::kafka::kafka_changelog out(o);
+            strata::kafka::changelog out(o);
             for (const strata::record_view r : out.replay(0)) {
                 last[std::string(strata::as_chars(r.key))] = strata::decode<std::int64_t>(*r.value);
                 ++seen;

@@ -14,7 +14,7 @@
 
 TEST_CASE("option structs take designated initializers for some members, the rest keep their defaults",
           "[options]") {
-    const strata::kafka::kafka_changelog_options changelog{.bootstrap_servers = "127.0.0.1:9092", .topic = "t"};
+    const strata::kafka::changelog_options changelog{.bootstrap_servers = "127.0.0.1:9092", .topic = "t"};
     CHECK(changelog.partition == 0);
     CHECK(changelog.producer_settings.empty());
     CHECK(changelog.read_committed);

@@ -1,5 +1,5 @@
 // restore_from over a changelog whose replay hands over batches
-// (next_batch, as kafka_changelog's does): the store ends up as a
+// (next_batch, as kafka::changelog's does): the store ends up as a
 // record-by-record restore leaves it, every key is announced to the store
 // (prefetch) before its record is applied, progress comes every
 // batch_records records whatever the batch sizes, and a bad record names its

@@ -90,7 +90,7 @@ TEST_CASE("instance producer: at-least-once, a record is refused once the lease 
     try {
         produce(p, topic, 1, tracker);
         FAIL("a record was taken after the lease ran out");
-    } catch (const strata::kafka::kafka_error& e) {
+    } catch (const strata::kafka::error& e) {
         CHECK(e.code() == RD_KAFKA_RESP_ERR__STATE);
         CHECK_THAT(std::string(e.what()), Catch::Contains("at-least-once lease ran out"));
     }
@@ -116,7 +116,7 @@ TEST_CASE("instance producer: exactly-once, a second producer of the instance id
         try {
             produce(first, topic, 1, tracker);
             (void)rd_kafka_flush(first.get()->get(), 500);
-        } catch (const strata::kafka::kafka_error&) {
+        } catch (const strata::kafka::error&) {
             // a fenced producer refuses records
         }
     }

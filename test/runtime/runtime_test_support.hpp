@@ -151,7 +151,7 @@ inline void await_stable(const std::string& topic, std::int32_t partition, std::
 inline std::vector<std::pair<std::string, strata::byte_buffer>> read_partition(const std::string& topic,
                                                                               std::int32_t partition) {
     await_stable(topic, partition);
-    strata::kafka::kafka_changelog log(kafka_test::log_options(topic, partition));
+    strata::kafka::changelog log(kafka_test::log_options(topic, partition));
     std::vector<std::pair<std::string, strata::byte_buffer>> out;
     for (const strata::record_view r : log.replay(0))
         out.emplace_back(std::string(strata::as_chars(r.key)),

@@ -43,7 +43,7 @@ template <class S>
 concept has_end_restore_batch = requires(S& s) { s.end_restore_batch(); };
 /// A replay that hands over what it has read already as one span of
 /// records, valid until the next call, empty at the end
-/// (file_log's and kafka_changelog's): a restore can then look ahead.
+/// (file_log's and kafka::changelog's): a restore can then look ahead.
 template <class R>
 concept has_next_batch = requires(R& r) {
     { r.next_batch() } -> std::convertible_to<std::span<const record_view>>;
@@ -101,7 +101,7 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
     restore_progress p;
     p.store = store.name();
     p.from = opts.from;
-    // A replay that took the end offset itself (kafka_changelog's asks the
+    // A replay that took the end offset itself (kafka::changelog's asks the
     // broker) says where it ends: the same question is not asked twice.
     auto&& records = log.replay(p.from);
     if constexpr (detail::has_replay_end<decltype(records)>) p.to = records.end_offset();

@@ -83,7 +83,7 @@ public:
     [[nodiscard]] virtual std::string_view name() const = 0;
     /// The store's Kafka changelog, or null for a store without a logged layer
     /// (it is then local only: not restored, not fault tolerant).
-    [[nodiscard]] virtual kafka::kafka_changelog* changelog() = 0;
+    [[nodiscard]] virtual kafka::changelog* changelog() = 0;
     [[nodiscard]] virtual bool persistent() const = 0;
     /// Re-creates the unit of state that a changelog record carries.
     virtual void restore(const record_view& r) = 0;
@@ -115,10 +115,10 @@ public:
 
     [[nodiscard]] std::string_view name() const override { return s_->name(); }
 
-    [[nodiscard]] kafka::kafka_changelog* changelog() override {
+    [[nodiscard]] kafka::changelog* changelog() override {
         if constexpr (logged) {
             auto& log = layer<logged_store>(*s_).changelog();
-            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(log)>, kafka::kafka_changelog>) return &log;
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(log)>, kafka::changelog>) return &log;
             else return nullptr;
         } else {
             return nullptr;
@@ -255,7 +255,7 @@ public:
     void commit_self_checkpointing_stores() {
         const std::lock_guard lock(mutex_);
         for (auto& s : stores_)
-            if (kafka::kafka_changelog* log = s->changelog(); log != nullptr && s->commits_itself())
+            if (kafka::changelog* log = s->changelog(); log != nullptr && s->commits_itself())
                 s->save_checkpoint(log->flush());
     }
     /// Whether local data may run ahead of what a transaction committed:

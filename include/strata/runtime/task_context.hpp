@@ -62,9 +62,9 @@ public:
     /// @brief The changelog of store `store` for this task: its partition of
     /// `<application id>-<store>-changelog` (created when missing), written
     /// by the instance's producer, read committed.
-    [[nodiscard]] kafka::kafka_changelog changelog(std::string_view store) const {
+    [[nodiscard]] kafka::changelog changelog(std::string_view store) const {
         const application_options& c = *env_->config;
-        kafka::kafka_changelog_options o;
+        kafka::changelog_options o;
         o.bootstrap_servers = c.bootstrap_servers;
         o.topic = env_->ensure_changelog(store);
         o.partition = partition_;
@@ -73,7 +73,7 @@ public:
         o.request_timeout = c.broker_timeout;
         o.read_committed = true;
         o.replay_batch = 4096;
-        return kafka::kafka_changelog(std::move(o), env_->producer);
+        return kafka::changelog(std::move(o), env_->producer);
     }
 
     /// @brief Options of the logged layer of a store of this task: the task's
@@ -121,7 +121,7 @@ public:
 
     template <class S>
     auto wrap(S&& s) const {
-        kafka::kafka_changelog log = t_->changelog(s.name());
+        kafka::changelog log = t_->changelog(s.name());
         logged_options opts = t_->log_options(is_persistent(s));
         if constexpr (std::is_same_v<CodecArg, strata::detail::use_default_codec>)
             return std::forward<S>(s) | strata::logged(std::move(log), std::move(opts));

@@ -201,7 +201,7 @@ public:
         try {
             writer_.flush();
             return true;
-        } catch (const kafka::kafka_error&) {
+        } catch (const kafka::error&) {
             return false;
         }
     }

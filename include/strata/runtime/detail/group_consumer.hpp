@@ -193,7 +193,7 @@ public:
         for (const std::int32_t p : inputs) {
             try {
                 unassign_inputs(p);
-            } catch (const kafka::kafka_error&) {
+            } catch (const kafka::error&) {
                 // Leaving goes on: the group forgets this member's partitions anyway.
             }
         }
@@ -302,7 +302,7 @@ private:
             else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
         } else {
             (void)rd_kafka_assign(rk, nullptr);
-            throw kafka::kafka_error("rebalance", err);
+            throw kafka::error("rebalance", err);
         }
     }
 
@@ -311,20 +311,20 @@ private:
         const char* what = rd_kafka_message_errstr(&m);
         std::array<char, 512> fatal{};
         if (m.err == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(consumer_.get(), fatal.data(), fatal.size()))
-            throw kafka::kafka_error("consume", m.err, fatal[0] ? fatal.data() : what);
+            throw kafka::error("consume", m.err, fatal[0] ? fatal.data() : what);
         const bool away = m.err == RD_KAFKA_RESP_ERR__TRANSPORT || m.err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
                           m.err == RD_KAFKA_RESP_ERR__RESOLVE;
         if (!away) {
             if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
-                throw kafka::kafka_error("consume the input", m.err, what);
+                throw kafka::error("consume the input", m.err, what);
             if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
-                throw kafka::kafka_error("join the group " + c_->application_id +
-                                             ": it is held by members of another protocol (another application, "
-                                             "e.g. Kafka Streams, with the same application id?); strata runs "
-                                             "nothing until it is a member",
-                                         m.err, what);
+                throw kafka::error("join the group " + c_->application_id +
+                                       ": it is held by members of another protocol (another application, "
+                                       "e.g. Kafka Streams, with the same application id?); strata runs "
+                                       "nothing until it is a member",
+                                   m.err, what);
             if (m.err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
-                throw kafka::kafka_error("join the group " + c_->application_id + " (not authorized)", m.err, what);
+                throw kafka::error("join the group " + c_->application_id + " (not authorized)", m.err, what);
             return;  // librdkafka retries the rest itself
         }
         const auto now = clock::now();
@@ -332,9 +332,8 @@ private:
         else if (now - *unreachable_since_ > c_->broker_timeout) throw unreachable(m.err, what);
     }
 
-    kafka::kafka_error unreachable(rd_kafka_resp_err_t err, const char* what) const {
-        return kafka::kafka_error("no broker reachable for " + std::to_string(c_->broker_timeout.count()) + " ms", err,
-                                  what);
+    kafka::error unreachable(rd_kafka_resp_err_t err, const char* what) const {
+        return kafka::error("no broker reachable for " + std::to_string(c_->broker_timeout.count()) + " ms", err, what);
     }
 
     const application_options* c_;

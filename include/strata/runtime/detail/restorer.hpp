@@ -227,7 +227,7 @@ private:
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
         j.stores.reserve(j.t->stores().size());
         for (const auto& port : j.t->stores()) {
-            kafka::kafka_changelog* log = port->changelog();
+            kafka::changelog* log = port->changelog();
             if (log == nullptr) continue;
             offset_t from = 0;
             if (const std::optional<offset_t> own = port->committed_offset()) from = *own;

@@ -26,7 +26,7 @@ public:
     using clock = std::chrono::steady_clock;
 
     /// @param from the offset the store holds everything below
-    store_replay(store_port& port, kafka::kafka_changelog& log, offset_t from, metrics::registry& reg,
+    store_replay(store_port& port, kafka::changelog& log, offset_t from, metrics::registry& reg,
                  const std::string& task_id)
         : port_(&port), log_(&log) {
         progress.store = port.name();
@@ -45,7 +45,7 @@ public:
     }
 
     [[nodiscard]] store_port& port() const noexcept { return *port_; }
-    [[nodiscard]] const kafka::kafka_changelog& log() const noexcept { return *log_; }
+    [[nodiscard]] const kafka::changelog& log() const noexcept { return *log_; }
 
     /// Whether a replay is open (none between two looks of a standby).
     [[nodiscard]] bool open() const noexcept { return source_ != nullptr; }
@@ -182,13 +182,13 @@ private:
     /// The replay of one changelog partition, held still in memory (its
     /// iterator points into it).
     struct replay {
-        replay(kafka::kafka_changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
-        kafka::kafka_changelog::replay_range range;
-        kafka::kafka_changelog::replay_range::iterator it;
+        replay(kafka::changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
+        kafka::changelog::replay_range range;
+        kafka::changelog::replay_range::iterator it;
     };
 
     store_port* port_;
-    kafka::kafka_changelog* log_;
+    kafka::changelog* log_;
     std::unique_ptr<replay> source_;
     bool finished_ = false;
     clock::time_point started_ = clock::now();

@@ -116,7 +116,7 @@ private:
         if (c_->guarantee != processing_guarantee::exactly_once) return;
         const auto deadline = clock::now() + c_->broker_timeout;
         for (const auto& port : t.stores()) {
-            const kafka::kafka_changelog* log = port->changelog();
+            const kafka::changelog* log = port->changelog();
             if (log == nullptr) continue;
             for (;;) {
                 const auto left = [&] {

@@ -110,7 +110,7 @@ private:
     static int replicas(const std::string& topic, const kafka::topic_options& o) {
         try {
             return kafka::replication_of(topic, o);
-        } catch (const kafka::kafka_error&) {
+        } catch (const kafka::error&) {
             return 0;
         }
     }
