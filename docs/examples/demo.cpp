@@ -224,7 +224,7 @@ int main(int argc, char** argv) try {
     return with_changelog(s, [&](auto& log) {
     strata::metrics::registry registry;
     auto store = employee_table("employees") |
-                 strata::logged(log, table_codec{}, {.restore_batch_records = 1'000}) | strata::cached() |
+                 strata::logged(log, table_codec{}, {.restore_progress_every = 1'000}) | strata::cached() |
                  strata::metered(registry);
     store.restore(progress_bar{});
 

@@ -34,7 +34,7 @@ struct progress_listener {
 
 strata::logged_options batch_options() {
     strata::logged_options o;
-    o.restore_batch_records = 50'000;
+    o.restore_progress_every = 50'000;
     return o;
 }
 

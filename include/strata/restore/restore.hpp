@@ -81,8 +81,8 @@ struct null_restore_listener {
 
 /// @brief Options of one restore.
 struct restore_options {
-    offset_t from = 0;                  ///< first offset to read
-    std::uint64_t batch_records = 10'000;  ///< records between two progress reports
+    offset_t from = 0;                      ///< first offset to read
+    std::uint64_t progress_every = 10'000;  ///< records between two progress reports
 };
 
 /// @brief Replays `log` from `opts.from` up to the end offset taken at the
@@ -121,7 +121,7 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
             }
             ++p.records_done;
             p.position = r.offset + 1;
-            if (++since_report == opts.batch_records) {
+            if (++since_report == opts.progress_every) {
                 if constexpr (detail::has_end_restore_batch<Store>) store.end_restore_batch();
                 listener.on_batch_restored(p);
                 since_report = 0;

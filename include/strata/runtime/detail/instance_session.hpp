@@ -55,7 +55,7 @@ struct instance_session {
           committer(committer_settings(c, coordination), commit_port, reg),
           takeover(c, reg),
           restore(std::move(h.build), [this](task& t) { takeover.prepare(t); }, reg, std::move(h.on_restore),
-                  c.restore_batch_records) {
+                  c.restore_slice_records) {
         if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
     }
 
