@@ -12,8 +12,8 @@
 // Where strata::gateway is built, the gateway's own parameters too
 // (position, wait_ms, allow_standby, max_lag, limit, cursor, after): each
 // parses or is a bad_request; what a forwarded request says of them
-// (request_options::to_query) reads back as the same; a cursor the gateway
-// gives out reads back as the same page. Anything else is a finding.
+// (request_options::to_query_string) reads back as the same; a cursor the
+// gateway gives out reads back as the same page. Anything else is a finding.
 
 #include "fuzz_support.hpp"
 
@@ -94,7 +94,7 @@ void check_gateway_parameters(const h::request& req) {
     const gw::gateway_options o;
     try {
         const gw::request_options r = gw::request_options::from(req, o);
-        const gw::request_options again = gw::request_options::from(get_of("/k?" + r.to_query().substr(1)), o);
+        const gw::request_options again = gw::request_options::from(get_of("/k?" + r.to_query_string().substr(1)), o);
         strata_fuzz::expect(again.read.allow_standby == r.read.allow_standby &&
                                 again.read.max_standby_lag == r.read.max_standby_lag &&
                                 again.read.min_position == r.read.min_position &&

@@ -247,7 +247,7 @@ public:
         if (page.after) q += "&after=" + url_encode(page.after->dump());
         return elsewhere(local.outcome,
                          options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/scan?" +
-                             q + o.to_query(),
+                             q + o.to_query_string(),
                          o);
     }
 
@@ -285,7 +285,7 @@ public:
         for (const auto& [k, v] : a) q += "&" + url_encode(k) + "=" + url_encode(v);
         return elsewhere(local.outcome,
                          options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) +
-                             "/queries/" + url_encode(name) + "?" + (o.to_query() + q).substr(1),
+                             "/queries/" + url_encode(name) + "?" + (o.to_query_string() + q).substr(1),
                          o);
     }
 
@@ -390,7 +390,7 @@ private:
 
     std::string key_path(std::string_view store, std::string_view key, const request_options& o) const {
         return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
-               o.to_query().substr(1);
+               o.to_query_string().substr(1);
     }
 
     /// Whether a request this instance could not answer goes to another:

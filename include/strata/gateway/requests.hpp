@@ -108,7 +108,7 @@ struct request_options {
     }
 
     /// The query string that says the same to another instance.
-    [[nodiscard]] std::string to_query() const {
+    [[nodiscard]] std::string to_query_string() const {
         std::string q;
         if (read.allow_standby) q += "&allow_standby=true";
         if (read.max_standby_lag != std::numeric_limits<std::int64_t>::max())
