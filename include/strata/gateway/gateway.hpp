@@ -51,6 +51,7 @@
 #include <strata/core/concepts.hpp>
 #include <strata/gateway/detail/forwarder.hpp>
 #include <strata/gateway/detail/ports.hpp>
+#include <strata/gateway/error.hpp>
 #include <strata/gateway/http.hpp>
 #include <strata/gateway/json.hpp>
 #include <strata/gateway/requests.hpp>

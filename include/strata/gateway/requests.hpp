@@ -5,6 +5,7 @@
 /// sent it (forwarded by another instance), and the page of a scan (limit,
 /// range, cursor).
 
+#include <strata/gateway/error.hpp>
 #include <strata/gateway/http.hpp>
 #include <strata/http/message.hpp>
 #include <strata/runtime/queries.hpp>

@@ -29,6 +29,7 @@
 #include <strata/metrics/histogram.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/config.hpp>
+#include <strata/runtime/error.hpp>
 #include <strata/runtime/instance.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/metadata.hpp>

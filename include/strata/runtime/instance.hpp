@@ -38,6 +38,7 @@
 #include <strata/runtime/detail/task_lifecycle.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/detail/topics.hpp>
+#include <strata/runtime/error.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>

@@ -12,6 +12,7 @@
 #include <strata/kafka/changelog.hpp>
 #include <strata/metrics/gauge.hpp>
 #include <strata/runtime/detail/handoff.hpp>
+#include <strata/runtime/error.hpp>
 #include <strata/runtime/task_state.hpp>
 
 #include <atomic>
@@ -54,25 +55,6 @@ struct takeover_timeline {
     std::int64_t restored_ms = 0;         ///< every store of the task caught up with its changelog
     std::int64_t first_record_ms = 0;     ///< the first input record was processed
     std::uint64_t records_restored = 0;   ///< changelog records the restore applied, over all stores
-};
-
-/// @brief An error in the processor, with the coordinates of the record it
-/// was processing. The original exception is nested.
-class processing_error : public error {
-public:
-    processing_error(const std::string& task, std::string_view topic, std::int32_t partition, std::int64_t offset,
-                     std::string_view what)
-        : error("strata::runtime: task " + task + " failed on the record at " + std::string(topic) + "[" +
-                std::to_string(partition) + "]@" + std::to_string(offset) + ": " + std::string(what)) {}
-};
-
-/// @brief An input record whose key or value does not decode, under
-/// `bad_record_action::fail`.
-class bad_record_error : public error {
-public:
-    bad_record_error(std::string_view topic, std::int32_t partition, std::int64_t offset, std::string_view what)
-        : error("strata::runtime: cannot decode the input record at " + std::string(topic) + "[" +
-                std::to_string(partition) + "]@" + std::to_string(offset) + ": " + std::string(what)) {}
 };
 
 /// @brief One store of a task, as the runtime handles it whatever its type:
