@@ -39,8 +39,8 @@ struct settings {
     bool quick = false;
 };
 
-// [make-config]
-strata::runtime::application_options config_of(const settings& s) {
+// [make-options]
+strata::runtime::application_options options_of(const settings& s) {
     strata::runtime::application_options c;
     c.application_id = s.app;                 // the group, and the changelogs' prefix
     c.bootstrap_servers = s.bootstrap;
@@ -51,12 +51,12 @@ strata::runtime::application_options config_of(const settings& s) {
     c.standby_replicas = 1;                   // a warm copy of each task on another instance
     return c;
 }
-// [make-config]
+// [make-options]
 
 // [make-app]
 auto make_totals(const settings& s) {
     return strata::runtime::make_application<std::string, std::int64_t>(
-        config_of(s),
+        options_of(s),
         // Once per task: its stores. Changelog: totals-example-totals-changelog.
         [](strata::runtime::task_context& t) {
             return strata::hash_map_store<std::string, std::int64_t>("totals") | t.logged() | strata::cached() |

@@ -8,7 +8,7 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/kafka/producer.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -212,7 +212,7 @@ struct processor {
 };
 // [processor]
 
-rt::application_options config_of(const settings& s) {
+rt::application_options options_of(const settings& s) {
     rt::application_options c;
     c.application_id = s.app;
     c.bootstrap_servers = s.bootstrap;
@@ -589,7 +589,7 @@ int main(int argc, char** argv) {
     try {
         create_topics(s);
         auto invalid = std::make_shared<std::atomic<std::int64_t>>(0);
-        auto app = rt::make_application<std::string, std::string>(config_of(s), make_stores, processor{&s, invalid});
+        auto app = rt::make_application<std::string, std::string>(options_of(s), make_stores, processor{&s, invalid});
         app.on_takeover([](const rt::task& t) {
             const auto& tl = t.timeline;
             std::cout << "started task=" << t.id() << " restored_records=" << tl.records_restored

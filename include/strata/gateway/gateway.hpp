@@ -295,7 +295,7 @@ public:
         const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         if (md == nullptr) return not_answered(runtime::query_outcome{});
         json body = to_json(*md);
-        body["answered_by"] = app_->config().instance_id;
+        body["answered_by"] = app_->options().instance_id;
         return answer{200, std::move(body)};
     }
 
@@ -376,7 +376,7 @@ private:
         if (here.unrenderable) return unrenderable(store, key);
         if (here.outcome.ok()) {
             json body = std::move(here.body);
-            body["instance"] = app_->config().instance_id;
+            body["instance"] = app_->options().instance_id;
             if (body["value"].is_null()) {
                 body["status"] = "not_found";
                 body["error"] = "no such key";
@@ -401,7 +401,7 @@ private:
         using runtime::query_status;
         const bool elsewhere = local.status == query_status::not_owned ||
                                (local.status == query_status::rebalancing && !local.owner.empty() &&
-                                local.owner != app_->config().instance_id);
+                                local.owner != app_->options().instance_id);
         return elsewhere && !o.forwarded;
     }
 
@@ -433,10 +433,10 @@ private:
         if (o.read.allow_standby && md != nullptr) {
             const runtime::partition_metadata where = md->partition(local.partition);
             for (std::size_t i = 0; i < where.standbys.size(); ++i)
-                if (where.standbys[i] != app_->config().instance_id)
+                if (where.standbys[i] != app_->options().instance_id)
                     c->targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
         }
-        c->headers.emplace_back(request_options::forwarded_header, app_->config().instance_id);
+        c->headers.emplace_back(request_options::forwarded_header, app_->options().instance_id);
         if (!options_.peer_secret.empty()) c->headers.emplace_back(request_options::peer_secret_header, options_.peer_secret);
         if (!o.authorization.empty()) c->headers.emplace_back("Authorization", o.authorization);
         forwarder_.start(std::move(c));

@@ -28,7 +28,7 @@
 #include <strata/core/concepts.hpp>
 #include <strata/metrics/histogram.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/error.hpp>
 #include <strata/runtime/instance.hpp>
 #include <strata/runtime/output.hpp>
@@ -235,7 +235,7 @@ public:
           instance_(std::move(config),
                     [this](std::int32_t p, output& out) -> std::shared_ptr<task> {
                         return std::make_shared<detail::typed_task<K, V, Factory, Processor>>(
-                            p, factory_, processor_, out, instance_.config(), *registry_);
+                            p, factory_, processor_, out, instance_.options(), *registry_);
                     },
                     *registry_) {}
 
@@ -256,7 +256,7 @@ public:
     void on_takeover(std::function<void(const task&)> fn) { instance_.on_takeover(std::move(fn)); }
 
     [[nodiscard]] metrics::registry& metrics() noexcept { return *registry_; }
-    [[nodiscard]] const application_options& config() const noexcept { return instance_.config(); }
+    [[nodiscard]] const application_options& options() const noexcept { return instance_.options(); }
 
     /// @brief The type of store I of a task (what the factory returned, or
     /// element I of the std::tuple it returned).

@@ -30,7 +30,7 @@
 
 #include <strata/kafka/handles.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
@@ -99,7 +99,7 @@ public:
     /// group's membership change (wall-clock ms), before it decides.
     void on_rebalance_noticed(std::function<void(std::int64_t)> fn) { rebalance_log_ = std::move(fn); }
 
-    [[nodiscard]] const application_options& config() const noexcept { return config_; }
+    [[nodiscard]] const application_options& options() const noexcept { return config_; }
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *registry_; }
 
     /// @brief This instance's tasks and the application's metadata, as

@@ -174,7 +174,7 @@ int run(App&& app) {
     stop_app = [&app] { app.stop(); };
     if (stop_before_run != 0) app.stop();  // run() then stops cleanly at once
     std::atomic<bool> done{false};
-    std::thread dumps(serve_metrics_dumps, std::ref(app.metrics()), app.config().instance_id, std::cref(done));
+    std::thread dumps(serve_metrics_dumps, std::ref(app.metrics()), app.options().instance_id, std::cref(done));
     struct join_dumps {
         std::atomic<bool>& done;
         std::thread& t;

@@ -9,7 +9,7 @@
 /// a live process with the same instance id: see the constructor.
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
 #include <strata/runtime/detail/group_watch.hpp>

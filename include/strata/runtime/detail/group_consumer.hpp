@@ -13,7 +13,7 @@
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/group_stats.hpp>
 #include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/takeover.hpp>

@@ -17,7 +17,7 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/lease.hpp>
 
 #include <algorithm>

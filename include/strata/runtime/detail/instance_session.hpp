@@ -10,7 +10,7 @@
 /// what it lets go of.
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/coordinator.hpp>
 #include <strata/runtime/detail/group_consumer.hpp>

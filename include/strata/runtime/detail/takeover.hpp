@@ -15,7 +15,7 @@
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/task.hpp>
 

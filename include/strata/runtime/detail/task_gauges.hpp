@@ -4,7 +4,7 @@
 /// consumer lag, and the phases of its last takeover.
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 /// on the parts of one run() (instance_session.hpp).
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/output.hpp>

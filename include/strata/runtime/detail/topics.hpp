@@ -9,7 +9,7 @@
 #include <strata/core/error.hpp>
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/handles.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/coordination.hpp>
 
 #include <cstdint>
