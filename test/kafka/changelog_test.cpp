@@ -134,7 +134,7 @@ TEST_CASE("kafka::changelog: replays reuse the changelog's consumer, and may ove
         auto it = first.begin();
         REQUIRE((*it).offset == 0);
         REQUIRE(replay_all(log, 4).size() == 6);  // meanwhile: a consumer of its own
-        REQUIRE(log.end_offset() == 10);          // offset queries still work
+        REQUIRE(log.end_offset() == 10);          // offset lookups still work
         std::size_t n = 0;
         for (; it != first.end(); ++it) REQUIRE((*it).offset == n++);
         REQUIRE(n == 10);

@@ -118,8 +118,8 @@ public:
     open_transactions() : committed_(handle(true)), uncommitted_(handle(false)) {}
 
     [[nodiscard]] bool any(const std::string& topic, std::int32_t partition) const {
-        return strata::kafka::query_end_offset(committed_.get(), topic, partition, 10s) !=
-               strata::kafka::query_end_offset(uncommitted_.get(), topic, partition, 10s);
+        return strata::kafka::list_end_offset(committed_.get(), topic, partition, 10s) !=
+               strata::kafka::list_end_offset(uncommitted_.get(), topic, partition, 10s);
     }
 
 private:

@@ -174,9 +174,9 @@ inline std::int32_t await_partitions(rd_kafka_t* rk, const std::string& topic, s
                 if (led && (expected < 0 || t.partition_cnt >= expected)) {
                     // Leaders in the metadata may not serve yet: wait until each answers.
                     for (int i = 0; i < t.partition_cnt; ++i)
-                        (void)query_end_offset(rk, topic, t.partitions[i].id,
-                                               std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                   deadline - std::chrono::steady_clock::now()));
+                        (void)list_end_offset(rk, topic, t.partitions[i].id,
+                                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  deadline - std::chrono::steady_clock::now()));
                     return t.partition_cnt;
                 }
             }

@@ -40,12 +40,12 @@ struct changelog_options {
     /// (`linger.ms`, `batch.size`), `compression.type`, `message.timeout.ms`
     /// (how long a record may wait for a broker before flush() fails), ...
     settings producer_settings{};
-    /// librdkafka settings of the consumers that replay and query offsets.
+    /// librdkafka settings of the consumers that replay and look up offsets.
     settings consumer_settings{};
     /// Bound on reaching the cluster at construction: a wrong address or a
     /// missing topic fails within it.
     std::chrono::milliseconds connect_timeout{10'000};
-    /// Bound on one offset query (end_offset) and on a replay that receives
+    /// Bound on one offset lookup (end_offset) and on a replay that receives
     /// nothing at all for this long.
     std::chrono::milliseconds request_timeout{30'000};
     /// Replay and end_offset() see only committed transactions (and stop at
@@ -57,7 +57,7 @@ struct changelog_options {
 };
 
 /// @brief The settings strata gives the consumer that replays a changelog
-/// and queries its offsets (`changelog_options::consumer_settings` go
+/// and looks up its offsets (`changelog_options::consumer_settings` go
 /// on top). Public so that a benchmark's plain librdkafka consumer can read
 /// with exactly the same ones.
 ///
@@ -184,7 +184,7 @@ public:
     /// @throws changelog_error the broker did not answer within request_timeout
     [[nodiscard]] offset_t end_offset() const {
         const std::int64_t hi =
-            query_end_offset(reader_->consumer.get(), opts_.topic, opts_.partition, opts_.request_timeout);
+            list_end_offset(reader_->consumer.get(), opts_.topic, opts_.partition, opts_.request_timeout);
         return hi < 0 ? 0 : static_cast<offset_t>(hi);
     }
 
@@ -216,7 +216,7 @@ private:
     changelog_options opts_;
     std::shared_ptr<producer> producer_;
     delivery_tracker* tracker_;
-    /// The consumer of offset queries and replays, with the configured
+    /// The consumer of offset lookups and replays, with the configured
     /// isolation level. On the heap: a replay points to it, and the changelog
     /// may move.
     struct reader {
@@ -269,7 +269,7 @@ public:
     replay_range(const changelog_options& o, reader& r, offset_t from)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]") {
-        const partition_bounds b = query_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
+        const partition_bounds b = list_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
         end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
         start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
         if (from >= end_) {

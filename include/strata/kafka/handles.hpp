@@ -194,8 +194,8 @@ inline rd_kafka_resp_err_t list_offset(rd_kafka_t* rk, const std::string& topic,
 /// topic's partitions yet) are retried until `timeout`, which bounds the
 /// whole call.
 /// @throws kafka::error any other error, or still failing at the deadline
-inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                     std::chrono::milliseconds timeout) {
+inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                    std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const auto left = [&] {
         return timeout_ms(
@@ -220,7 +220,7 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
                                err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
                                err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
         if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
-            throw error("query the end offset of " + topic + "[" + std::to_string(partition) + "]", err);
+            throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         // librdkafka 2.0 asks the leader it has cached again and again: after
         // a broker died, only a metadata request tells it the new one.
@@ -229,10 +229,10 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
     }
 }
 
-/// @brief The end of a partition (see query_bounds).
-inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                     std::chrono::milliseconds timeout) {
-    return query_bounds(rk, topic, partition, timeout).end;
+/// @brief The end of a partition (see list_bounds).
+inline std::int64_t list_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                    std::chrono::milliseconds timeout) {
+    return list_bounds(rk, topic, partition, timeout).end;
 }
 
 /// @brief Checks that a broker at `bootstrap` answers within `timeout` and

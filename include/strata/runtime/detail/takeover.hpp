@@ -124,9 +124,9 @@ private:
                                     std::chrono::milliseconds(100));
                 };
                 const std::int64_t stable =
-                    kafka::query_end_offset(offsets_.get(), log->topic(), log->partition(), left());
+                    kafka::list_end_offset(offsets_.get(), log->topic(), log->partition(), left());
                 const std::int64_t high =
-                    kafka::query_end_offset(uncommitted_.get(), log->topic(), log->partition(), left());
+                    kafka::list_end_offset(uncommitted_.get(), log->topic(), log->partition(), left());
                 if (stable >= high) break;
                 if (clock::now() > deadline)
                     throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " + log->topic() +

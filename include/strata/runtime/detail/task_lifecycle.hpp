@@ -67,7 +67,7 @@ public:
                 std::filesystem::remove(t->checkpoint_path, ec);
             }
             // Assigned only now, at the committed offsets: assigning earlier
-            // and seeking later left librdkafka with an outdated offset query
+            // and seeking later left librdkafka with an outdated offset lookup
             // and a task's first records 500 ms late.
             s_->consumer.assign_inputs(t->partition(), t->committed_offsets);
             t->next_offsets.assign(config_->input_topics.size(), -1);
