@@ -53,7 +53,7 @@ const h::router& routes() {
         h::router out;
         const auto echo = [](const h::exchange& ex) {
             nlohmann::json j{{"captures", ex.captures()}, {"path", ex.req().path()}};
-            for (const auto& [k, v] : ex.req().query()) j["query"][k] = v;
+            for (const auto& [k, v] : ex.req().query_params()) j["query"][k] = v;
             // What a handler quotes back may be any bytes: dumped as the server would.
             return h::response(200, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         };

@@ -471,7 +471,7 @@ private:
 
     static query_args args_of(const http::request& req) {
         query_args a;
-        for (const auto& [k, v] : req.query()) a.insert_or_assign(k, v);
+        for (const auto& [k, v] : req.query_params()) a.insert_or_assign(k, v);
         return a;
     }
 
