@@ -70,7 +70,7 @@ void run(benchmark::State& state, Store& store, counting_log& log, bool zipf, u6
 void bench_cached(benchmark::State& state, std::size_t cache_bytes, bool zipf, u64 flush_every) {
     counting_log log;
     auto store = strata::hash_map_store<u64, u64>("s") | strata::logged(log) |
-                 strata::cached(strata::cache_options{cache_bytes});
+                 strata::cached(strata::cached_options{cache_bytes});
     fill(store);
     const auto before = store.stats();
     run(state, store, log, zipf, flush_every);

@@ -309,8 +309,8 @@ strata::kafka::topic_options topic_opts(const std::string& bootstrap) {
     return t;
 }
 
-strata::kafka::kafka_changelog_options log_opts(const options& o) {
-    strata::kafka::kafka_changelog_options l;
+strata::kafka::changelog_options log_opts(const options& o) {
+    strata::kafka::changelog_options l;
     l.bootstrap_servers = need(o.bootstrap, "bootstrap");
     l.topic = need(o.topic, "topic");
     l.producer_settings = producer_settings(o);
@@ -381,7 +381,7 @@ void run_write(const options& o, const workload& w, Log& inner_log, json& j) {
             auto s = std::move(store) | strata::logged(log);
             drive(s, s.base(), [&] { return s.records_written(); });
         } else {
-            auto s = std::move(store) | strata::logged(log) | strata::cached(strata::cache_options{cache_bytes});
+            auto s = std::move(store) | strata::logged(log) | strata::cached(strata::cached_options{cache_bytes});
             drive(s, s.base().base(), [&] { return s.base().records_written(); });
         }
     });
@@ -400,7 +400,7 @@ void cmd_write(const options& o) {
         j["dir"] = dir.string();
     } else {
         (void)strata::kafka::ensure_topic(need(o.topic, "topic"), topic_opts(need(o.bootstrap, "bootstrap")));
-        strata::kafka::kafka_changelog log(log_opts(o));
+        strata::kafka::changelog log(log_opts(o));
         run_write(o, w, log, j);
         j["topic"] = o.topic;
         j["producer_settings"] = log.options().producer_settings;
@@ -461,8 +461,8 @@ void cmd_restore(const options& o) {
         run_restore(o, [&] { return strata::file_log(dir); }, j);
     } else {
         const auto opts = log_opts(o);
-        // kafka_changelog is movable; the replay range it makes is built in place.
-        run_restore(o, [&] { return strata::kafka::kafka_changelog(opts); }, j);
+        // kafka::changelog is movable; the replay range it makes is built in place.
+        run_restore(o, [&] { return strata::kafka::changelog(opts); }, j);
         j["topic"] = o.topic;
     }
     print(j);
@@ -609,7 +609,7 @@ void cmd_produce_ceiling(const options& o) {
 void cmd_consume_ceiling(const options& o) {
     const std::string& bootstrap = o.bootstrap;
     const std::string& topic = o.topic;
-    // The settings of strata's kafka_changelog consumer, read_committed as its default.
+    // The settings of strata's kafka::changelog consumer, read_committed as its default.
     strata::kafka::settings s = strata::kafka::replay_consumer_settings(true);
     for (const auto& [k, v] : consumer_settings(o)) s[k] = v;
     s["group.id"] = "e2e-ceiling-" + std::to_string(::getpid());

@@ -86,7 +86,7 @@ std::string at(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 auto make_app(const options& o, const std::string& app_id, const std::string& topic, const std::string& instance,
               const std::string& endpoint, const std::filesystem::path& state) {
-    rt::application_config c;
+    rt::application_options c;
     c.application_id = app_id;
     c.bootstrap_servers = o.bootstrap;
     c.input_topics = {topic};

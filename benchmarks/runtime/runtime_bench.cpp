@@ -514,7 +514,7 @@ std::vector<std::int64_t> high_watermarks(const std::string& bootstrap, const st
     const strata::kafka::client rk(RD_KAFKA_CONSUMER, std::move(c));
     std::vector<std::int64_t> out;
     for (std::int32_t p = 0; p < partitions; ++p)
-        out.push_back(strata::kafka::query_end_offset(rk.get(), topic, p, 30s));
+        out.push_back(strata::kafka::list_end_offset(rk.get(), topic, p, 30s));
     return out;
 }
 

@@ -174,7 +174,7 @@ template <class F>
 decltype(auto) with_changelog(const settings& s, F&& f) {
 #if STRATA_DEMO_WITH_KAFKA
     if (!s.kafka.empty()) {
-        strata::kafka::kafka_changelog log(strata::kafka::kafka_changelog_options{
+        strata::kafka::changelog log(strata::kafka::changelog_options{
             .bootstrap_servers = s.kafka, .topic = s.kafka_topic, .partition = 0,
             .producer_settings = {{"linger.ms", "5"}}, .consumer_settings = {}});
         return f(log);
@@ -204,7 +204,7 @@ int main(int argc, char** argv) try {
 #endif
     std::cout << "strata demo: a relational table made fault tolerant by its codec\n"
               << "  store:     employees (primary key id, secondary index on department)\n"
-              << "  stack:     employee_table | logged(" << (s.kafka.empty() ? "file_log" : "kafka_changelog")
+              << "  stack:     employee_table | logged(" << (s.kafka.empty() ? "file_log" : "kafka::changelog")
               << ") | cached(10 MiB) | metered(registry)\n"
               << "  changelog: " << where_logged << "\n\n";
 
@@ -224,7 +224,7 @@ int main(int argc, char** argv) try {
     return with_changelog(s, [&](auto& log) {
     strata::metrics::registry registry;
     auto store = employee_table("employees") |
-                 strata::logged(log, table_codec{}, {.restore_batch_records = 1'000}) | strata::cached() |
+                 strata::logged(log, table_codec{}, {.restore_progress_every = 1'000}) | strata::cached() |
                  strata::metered(registry);
     store.restore(progress_bar{});
 

@@ -46,11 +46,11 @@ using totals_store = strata::hash_map_store<std::string, std::int64_t>;
 /// The stack of one changelog partition. The changelog is passed as an
 /// rvalue, so the stack owns it and can live in a std::vector.
 auto make_stack(const std::string& bootstrap, const std::string& topic, std::int32_t partition) {
-    strata::kafka::kafka_changelog_options o;
+    strata::kafka::changelog_options o;
     o.bootstrap_servers = bootstrap;
     o.topic = topic;
     o.partition = partition;
-    return totals_store("totals") | strata::logged(strata::kafka::kafka_changelog(o)) | strata::cached();
+    return totals_store("totals") | strata::logged(strata::kafka::changelog(o)) | strata::cached();
 }
 using totals_stack = decltype(make_stack(std::string(), std::string(), 0));
 

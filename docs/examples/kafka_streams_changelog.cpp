@@ -49,11 +49,11 @@ using counts_store = strata::hash_map_store<std::string, std::int64_t>;
 
 auto make_stack(const std::string& bootstrap, const std::string& topic, std::int32_t partition,
                 const std::string& store_name) {
-    strata::kafka::kafka_changelog_options o;
+    strata::kafka::changelog_options o;
     o.bootstrap_servers = bootstrap;
     o.topic = topic;
     o.partition = partition;
-    return counts_store(store_name) | strata::logged(strata::kafka::kafka_changelog(o)) | strata::cached();
+    return counts_store(store_name) | strata::logged(strata::kafka::changelog(o)) | strata::cached();
 }
 using counts_stack = decltype(make_stack(std::string(), std::string(), 0, std::string()));
 // [streams-stack]

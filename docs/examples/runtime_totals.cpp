@@ -39,9 +39,9 @@ struct settings {
     bool quick = false;
 };
 
-// [make-config]
-strata::runtime::application_config config_of(const settings& s) {
-    strata::runtime::application_config c;
+// [make-options]
+strata::runtime::application_options options_of(const settings& s) {
+    strata::runtime::application_options c;
     c.application_id = s.app;                 // the group, and the changelogs' prefix
     c.bootstrap_servers = s.bootstrap;
     c.input_topics = {s.payments};            // one task per partition of it
@@ -51,12 +51,12 @@ strata::runtime::application_config config_of(const settings& s) {
     c.standby_replicas = 1;                   // a warm copy of each task on another instance
     return c;
 }
-// [make-config]
+// [make-options]
 
 // [make-app]
 auto make_totals(const settings& s) {
     return strata::runtime::make_application<std::string, std::int64_t>(
-        config_of(s),
+        options_of(s),
         // Once per task: its stores. Changelog: totals-example-totals-changelog.
         [](strata::runtime::task_context& t) {
             return strata::hash_map_store<std::string, std::int64_t>("totals") | t.logged() | strata::cached() |
@@ -174,11 +174,11 @@ int quick_check(settings s) {
         seen = 0;
         last.clear();
         for (int p = 0; p < 6; ++p) {
-            strata::kafka::kafka_changelog_options o;
+            strata::kafka::changelog_options o;
             o.bootstrap_servers = s.bootstrap;
             o.topic = s.totals;
             o.partition = p;
-            strata::kafka::kafka_changelog out(o);
+            strata::kafka::changelog out(o);
             for (const strata::record_view r : out.replay(0)) {
                 last[std::string(strata::as_chars(r.key))] = strata::decode<std::int64_t>(*r.value);
                 ++seen;

@@ -157,12 +157,12 @@ MUTANTS = [
            [("while (tracker.in_flight != 0) (void)rd_kafka_flush(client_.get(), 100);",
              "if (tracker.in_flight != 0) (void)rd_kafka_poll(client_.get(), 0);")],
            tests=r"^kafka_changelog_test$", kafka=True),
-    mutant("delivery-failure-ignored", ["class kafka_changelog {", "offset_t flush() {"],
+    mutant("delivery-failure-ignored", ["class changelog {", "offset_t flush() {"],
            "a Kafka changelog's flush returns normally after a record was not acknowledged (the broker refused "
            "it, or message.timeout.ms ran out): a lost update is reported durable",
            [("producer_->wait(*tracker_); throw_if_failed();", "producer_->wait(*tracker_);")],
            tests=r"^kafka_network_faults_test$", kafka=True),
-    mutant("aborted-records-restored", ["inline client make_consumer(const kafka_changelog_options& o) {"],
+    mutant("aborted-records-restored", ["inline client make_consumer(const changelog_options& o) {"],
            "a Kafka changelog is read uncommitted whatever read_committed says: a restore applies the records of "
            "aborted transactions (a fenced instance's, a failed commit's), as if the abort had not happened",
            [("c.set(replay_consumer_settings(o.read_committed));", "c.set(replay_consumer_settings(false));")],

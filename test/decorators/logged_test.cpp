@@ -194,7 +194,7 @@ TEST_CASE("restore reports progress in batches", "[logged][restore]") {
         void on_batch_restored(const strata::restore_progress& p) { batches.push_back(p.records_done); }
         void on_restore_end(const strata::restore_progress& p) { ended_at = p.position; }
     } l;
-    auto s = store_t("s") | strata::logged(log, {.restore_batch_records = 1000});
+    auto s = store_t("s") | strata::logged(log, {.restore_progress_every = 1000});
     s.restore(l);
     REQUIRE(l.started_to == 2500);
     REQUIRE(l.batches == std::vector<std::uint64_t>{1000, 2000, 2500});

@@ -12,8 +12,8 @@
 // Where strata::gateway is built, the gateway's own parameters too
 // (position, wait_ms, allow_standby, max_lag, limit, cursor, after): each
 // parses or is a bad_request; what a forwarded request says of them
-// (request_options::to_query) reads back as the same; a cursor the gateway
-// gives out reads back as the same page. Anything else is a finding.
+// (request_options::to_query_string) reads back as the same; a cursor the
+// gateway gives out reads back as the same page. Anything else is a finding.
 
 #include "fuzz_support.hpp"
 
@@ -53,7 +53,7 @@ const h::router& routes() {
         h::router out;
         const auto echo = [](const h::exchange& ex) {
             nlohmann::json j{{"captures", ex.captures()}, {"path", ex.req().path()}};
-            for (const auto& [k, v] : ex.req().query()) j["query"][k] = v;
+            for (const auto& [k, v] : ex.req().query_params()) j["query"][k] = v;
             // What a handler quotes back may be any bytes: dumped as the server would.
             return h::response(200, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         };
@@ -94,7 +94,7 @@ void check_gateway_parameters(const h::request& req) {
     const gw::gateway_options o;
     try {
         const gw::request_options r = gw::request_options::from(req, o);
-        const gw::request_options again = gw::request_options::from(get_of("/k?" + r.to_query().substr(1)), o);
+        const gw::request_options again = gw::request_options::from(get_of("/k?" + r.to_query_string().substr(1)), o);
         strata_fuzz::expect(again.read.allow_standby == r.read.allow_standby &&
                                 again.read.max_standby_lag == r.read.max_standby_lag &&
                                 again.read.min_position == r.read.min_position &&

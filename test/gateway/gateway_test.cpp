@@ -77,9 +77,9 @@ reply get(int port, const std::string& path) {
     return out;
 }
 
-rt::application_config config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
+rt::application_options config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
                               const std::string& instance, const std::string& endpoint) {
-    rt::application_config c;
+    rt::application_options c;
     c.application_id = app;
     c.bootstrap_servers = kafka_test::bootstrap();
     c.input_topics = {input};
@@ -124,7 +124,7 @@ void serve(gw::gateway<App>& g) {
 /// applications are not running yet.
 struct two_instances {
     using app_type = decltype(rt::make_application<std::string, std::int64_t>(
-        std::declval<rt::application_config>(), stores(), counting{}));
+        std::declval<rt::application_options>(), stores(), counting{}));
 
     two_instances(const std::string& app_id, const std::string& input, const test_support::temp_dir& dir)
         : a(rt::make_application<std::string, std::int64_t>(config(app_id, input, dir, "a", server_a.endpoint()),

@@ -31,10 +31,10 @@ TEST_CASE("admin: a missing changelog topic is created compacted, then found as 
     REQUIRE(topic == app + "-store-changelog");
     // Created with 3 partitions, each usable at once.
     for (std::int32_t p = 0; p < 3; ++p) {
-        kafka_changelog log(kafka_test::log_options(topic, p));
+        changelog log(kafka_test::log_options(topic, p));
         REQUIRE(log.end_offset() == 0);
     }
-    REQUIRE_THROWS_WITH(kafka_changelog(kafka_test::log_options(topic, 3)), Catch::Contains("no partition 3"));
+    REQUIRE_THROWS_WITH(changelog(kafka_test::log_options(topic, 3)), Catch::Contains("no partition 3"));
     // Ensuring again finds it and accepts it: it is compacted and the count matches.
     REQUIRE(ensure_topic(topic, options(3)) == topic_status::existed);
 }

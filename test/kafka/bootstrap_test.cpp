@@ -16,17 +16,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 void check_refused_in_time(const std::string& address) {
-    strata::kafka::kafka_changelog_options o;
+    strata::kafka::changelog_options o;
     o.bootstrap_servers = address;
     o.topic = kafka_test::unique_name("wrong-bootstrap");
     o.connect_timeout = std::chrono::milliseconds(2000);
     const auto start = std::chrono::steady_clock::now();
-    REQUIRE_THROWS_WITH(kafka_changelog(o), Catch::Contains("no answer from the Kafka cluster at '" + address + "'") &&
-                                                Catch::Contains("within 2000 ms"));
+    REQUIRE_THROWS_WITH(kafka::changelog(o), Catch::Contains("no answer from the Kafka cluster at '" + address + "'") &&
+                                                 Catch::Contains("within 2000 ms"));
     const auto took = std::chrono::steady_clock::now() - start;
     INFO("took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
     REQUIRE(took < std::chrono::seconds(8));

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 
@@ -34,7 +34,7 @@ TEST_CASE("broker restart: no acknowledged record is lost, none written twice", 
     bool flush_failed = false;
     {
         kafka_test::broker_comes_back guard{script};
-        kafka_changelog log(o);
+        kafka::changelog log(o);
         for (; appended < 2000; ++appended) {
             const std::string k = key_of(appended);
             log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
@@ -63,7 +63,7 @@ TEST_CASE("broker restart: no acknowledged record is lost, none written twice", 
     REQUIRE(kafka_test::run_broker_script(script, "status") == 0);
 
     // Read back with a fresh changelog object.
-    kafka_changelog reader(o);
+    kafka::changelog reader(o);
     std::map<std::string, int> seen;
     strata::offset_t next = 0;
     for (const strata::record_view r : reader.replay(0)) {
@@ -93,7 +93,7 @@ TEST_CASE("broker restart during a restore: the restore waits for it and reads e
     o.request_timeout = std::chrono::milliseconds(90'000);  // the replay waits this long for the broker
     constexpr int n = 200'000;
     {
-        kafka_changelog log(o);
+        kafka::changelog log(o);
         for (int i = 0; i < n; ++i) {
             const std::string k = key_of(i);
             log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
@@ -105,7 +105,7 @@ TEST_CASE("broker restart during a restore: the restore waits for it and reads e
     auto small_fetches = o;
     small_fetches.consumer_settings = {{"queued.max.messages.kbytes", "64"},
                                        {"fetch.message.max.bytes", "65536"}};
-    kafka_changelog reader(small_fetches);
+    kafka::changelog reader(small_fetches);
     int seen = 0;
     int seen_when_back = -1;
     bool killed = false;

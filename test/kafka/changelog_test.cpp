@@ -1,4 +1,4 @@
-// kafka_changelog against a real broker: records come back exactly as
+// kafka::changelog against a real broker: records come back exactly as
 // appended (tombstones, empty values, binary bytes), flush reports the
 // durable end, replay starts anywhere and ends at the end offset taken
 // when it began.
@@ -11,18 +11,18 @@
 #include <string>
 #include <vector>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 
-std::vector<strata::record> replay_all(const kafka_changelog& log, strata::offset_t from = 0) {
+std::vector<strata::record> replay_all(const kafka::changelog& log, strata::offset_t from = 0) {
     std::vector<strata::record> out;
     for (const strata::record_view r : log.replay(from)) out.emplace_back(r);
     return out;
 }
 
 /// The same replay read a batch at a time (next_batch), as restore_from reads it.
-std::vector<strata::record> replay_batches(const kafka_changelog& log, strata::offset_t from = 0,
+std::vector<strata::record> replay_batches(const kafka::changelog& log, strata::offset_t from = 0,
                                            std::size_t* batches = nullptr) {
     std::vector<strata::record> out;
     auto range = log.replay(from);
@@ -45,9 +45,9 @@ strata::record make(std::string_view k, std::optional<std::string_view> v) {
 
 }  // namespace
 
-TEST_CASE("kafka_changelog: round trip of values, empty values and tombstones", "[kafka][changelog]") {
+TEST_CASE("kafka::changelog: round trip of values, empty values and tombstones", "[kafka][changelog]") {
     const std::string topic = kafka_test::make_topic("round-trip", 2);
-    kafka_changelog log(kafka_test::log_options(topic, 1));
+    kafka::changelog log(kafka_test::log_options(topic, 1));
     REQUIRE(log.end_offset() == 0);
     REQUIRE(log.flush() == 0);
     REQUIRE(replay_all(log).empty());
@@ -80,11 +80,11 @@ TEST_CASE("kafka_changelog: round trip of values, empty values and tombstones", 
     REQUIRE(replay_all(log, expected.size()).empty());
 
     // The other partition is untouched: append wrote to the explicit partition.
-    kafka_changelog other(kafka_test::log_options(topic, 0));
+    kafka::changelog other(kafka_test::log_options(topic, 0));
     REQUIRE(other.end_offset() == 0);
 
     // A second writer continues the same partition.
-    kafka_changelog again(kafka_test::log_options(topic, 1));
+    kafka::changelog again(kafka_test::log_options(topic, 1));
     REQUIRE(again.flush() == expected.size());
     again.append(make("z", "last").view());
     REQUIRE(again.flush() == expected.size() + 1);
@@ -96,9 +96,9 @@ TEST_CASE("kafka_changelog: round trip of values, empty values and tombstones", 
             }());
 }
 
-TEST_CASE("kafka_changelog: replay ends at the end offset taken when it began", "[kafka][changelog]") {
+TEST_CASE("kafka::changelog: replay ends at the end offset taken when it began", "[kafka][changelog]") {
     const std::string topic = kafka_test::make_topic("replay-end");
-    kafka_changelog log(kafka_test::log_options(topic));
+    kafka::changelog log(kafka_test::log_options(topic));
     for (int i = 0; i < 100; ++i) log.append(make("k", std::to_string(i)).view());
     REQUIRE(log.flush() == 100);
     std::size_t seen = 0;
@@ -116,17 +116,17 @@ TEST_CASE("kafka_changelog: replay ends at the end offset taken when it began", 
     REQUIRE(replay_all(log).size() == 150);
 }
 
-TEST_CASE("kafka_changelog: a missing topic or partition is refused at construction", "[kafka][changelog]") {
+TEST_CASE("kafka::changelog: a missing topic or partition is refused at construction", "[kafka][changelog]") {
     auto o = kafka_test::log_options(kafka_test::unique_name("never-created"));
     o.connect_timeout = std::chrono::milliseconds(5000);
-    REQUIRE_THROWS_WITH(kafka_changelog(o), Catch::Contains("is not available"));
+    REQUIRE_THROWS_WITH(kafka::changelog(o), Catch::Contains("is not available"));
     const std::string topic = kafka_test::make_topic("one-partition");
-    REQUIRE_THROWS_WITH(kafka_changelog(kafka_test::log_options(topic, 3)), Catch::Contains("no partition 3"));
+    REQUIRE_THROWS_WITH(kafka::changelog(kafka_test::log_options(topic, 3)), Catch::Contains("no partition 3"));
 }
 
-TEST_CASE("kafka_changelog: replays reuse the changelog's consumer, and may overlap", "[kafka][changelog]") {
+TEST_CASE("kafka::changelog: replays reuse the changelog's consumer, and may overlap", "[kafka][changelog]") {
     const std::string topic = kafka_test::make_topic("replays");
-    kafka_changelog log(kafka_test::log_options(topic));
+    kafka::changelog log(kafka_test::log_options(topic));
     for (int i = 0; i < 10; ++i) log.append(make("k" + std::to_string(i), "v").view());
     REQUIRE(log.flush() == 10);
     {
@@ -134,7 +134,7 @@ TEST_CASE("kafka_changelog: replays reuse the changelog's consumer, and may over
         auto it = first.begin();
         REQUIRE((*it).offset == 0);
         REQUIRE(replay_all(log, 4).size() == 6);  // meanwhile: a consumer of its own
-        REQUIRE(log.end_offset() == 10);          // offset queries still work
+        REQUIRE(log.end_offset() == 10);          // offset lookups still work
         std::size_t n = 0;
         for (; it != first.end(); ++it) REQUIRE((*it).offset == n++);
         REQUIRE(n == 10);
@@ -142,16 +142,16 @@ TEST_CASE("kafka_changelog: replays reuse the changelog's consumer, and may over
     // Released: the changelog's consumer replays again, from anywhere.
     REQUIRE(replay_all(log).size() == 10);
     REQUIRE(replay_all(log, 7).size() == 3);
-    kafka_changelog moved(std::move(log));
+    kafka::changelog moved(std::move(log));
     REQUIRE(replay_all(moved, 9).size() == 1);
 }
 
-TEST_CASE("kafka_changelog: a replay read in batches hands over exactly the records of one read by iterator",
+TEST_CASE("kafka::changelog: a replay read in batches hands over exactly the records of one read by iterator",
           "[kafka][changelog]") {
     const std::string topic = kafka_test::make_topic("replay-batches");
     auto o = kafka_test::log_options(topic);
     o.replay_batch = 64;  // many batches, so records cross batch boundaries
-    kafka_changelog log(o);
+    kafka::changelog log(o);
     REQUIRE(replay_batches(log).empty());
 
     std::vector<strata::record> expected;

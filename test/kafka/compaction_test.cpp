@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 
@@ -25,7 +25,7 @@ struct replay_census {
     std::map<std::string, std::size_t> per_key;
 };
 
-replay_census census(const kafka_changelog& log) {
+replay_census census(const kafka::changelog& log) {
     replay_census c;
     strata::offset_t last = 0;
     bool first = true;
@@ -48,7 +48,7 @@ TEST_CASE("compaction: the cleaner drops superseded records and tombstones, rest
                                                       {"min.cleanable.dirty.ratio", "0.01"},
                                                       {"delete.retention.ms", "100"},
                                                       {"min.compaction.lag.ms", "0"}});
-    kafka_changelog log(kafka_test::log_options(topic));
+    kafka::changelog log(kafka_test::log_options(topic));
     std::map<std::string, std::string> model;
     std::set<std::string> deleted;
     {

@@ -54,8 +54,8 @@ model expected(std::int64_t committed) {
     return m;
 }
 
-kafka_changelog_options log_options(const setup& s, const std::string& topic) {
-    kafka_changelog_options o;
+changelog_options log_options(const setup& s, const std::string& topic) {
+    changelog_options o;
     o.bootstrap_servers = s.bootstrap;
     o.topic = topic;
     return o;
@@ -76,7 +76,7 @@ std::int64_t committed_offset(rd_kafka_t* consumer, const setup& s) {
         const std::int64_t start = committed_offset(consumer.get(), s);
         check(rd_kafka_assign(consumer.get(), one_partition(s.input, 0, start).get()), "assign the input");
 
-        kafka_changelog log(log_options(s, s.changelog), eos.shared_producer());
+        changelog log(log_options(s, s.changelog), eos.shared_producer());
         auto store = counters("counters") | strata::logged(log) | strata::cached();
         store.restore();
 
@@ -127,11 +127,11 @@ committed_view look(const setup& s) {
         const client consumer = group_consumer(s);
         v.offset = committed_offset(consumer.get(), s);
     }
-    kafka_changelog log(log_options(s, s.changelog));
+    changelog log(log_options(s, s.changelog));
     auto store = counters("counters") | strata::logged(log);
     store.restore();
     for (const auto& [k, c] : store.all()) v.restored.emplace(k, c);
-    kafka_changelog out(log_options(s, s.output));
+    changelog out(log_options(s, s.output));
     for ([[maybe_unused]] const strata::record_view r : out.replay(0)) ++v.outputs;
     return v;
 }
@@ -150,7 +150,7 @@ TEST_CASE("exactly-once: a processor killed at random moments loses and repeats 
     s.inputs = 6000;
     s.commit_every = 20;
     {
-        kafka_changelog in(log_options(s, s.input));
+        changelog in(log_options(s, s.input));
         for (std::int64_t i = 0; i < s.inputs; ++i) {
             const std::string k = input_key(i), v = std::to_string(input_amount(i));
             in.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(v)});

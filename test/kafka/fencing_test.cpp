@@ -14,15 +14,14 @@
 #include <string>
 #include <vector>
 
+namespace kafka = strata::kafka;
 using strata::kafka::exactly_once;
-using strata::kafka::kafka_changelog;
-using strata::kafka::kafka_error;
 using strata::kafka::producer_options;
 
 namespace {
 
 std::vector<std::string> committed_keys(const std::string& topic) {
-    kafka_changelog log(kafka_test::log_options(topic));  // read_committed
+    kafka::changelog log(kafka_test::log_options(topic));  // read_committed
     std::vector<std::string> keys;
     for (const strata::record_view r : log.replay(0)) keys.emplace_back(strata::as_chars(r.key));
     return keys;
@@ -40,7 +39,7 @@ void commit(exactly_once& eos) {
     eos.commit(none.get(), group.p);
 }
 
-void write(exactly_once& eos, kafka_changelog& log, const std::string& output, const std::string& prefix, int n) {
+void write(exactly_once& eos, kafka::changelog& log, const std::string& output, const std::string& prefix, int n) {
     for (int i = 0; i < n; ++i) {
         const std::string k = prefix + std::to_string(i);
         eos.send(output, 0, strata::as_bytes(k), strata::as_bytes(k));
@@ -58,7 +57,7 @@ TEST_CASE("a second producer with the same transactional id fences the first, wh
     const std::string id = kafka_test::unique_name("fencing-txn");
 
     exactly_once first(producer_options{kafka_test::bootstrap(), id, {}});
-    kafka_changelog first_log(kafka_test::log_options(changelog), first.shared_producer());
+    kafka::changelog first_log(kafka_test::log_options(changelog), first.shared_producer());
     first.begin();
     write(first, first_log, output, "first-committed-", 5);
     commit(first);
@@ -67,14 +66,14 @@ TEST_CASE("a second producer with the same transactional id fences the first, wh
 
     // The second producer: its start fences the first and aborts its open transaction.
     exactly_once second(producer_options{kafka_test::bootstrap(), id, {}});
-    kafka_changelog second_log(kafka_test::log_options(changelog), second.shared_producer());
+    kafka::changelog second_log(kafka_test::log_options(changelog), second.shared_producer());
 
     // The first producer cannot commit, nor go on: the error says why.
     try {
         first.send(output, 0, strata::as_bytes(std::string("first-late")), strata::as_bytes(std::string("x")));
         commit(first);
         FAIL("a fenced producer committed");
-    } catch (const kafka_error& e) {
+    } catch (const kafka::error& e) {
         const std::string what = e.what();
         INFO(what);
         CHECK((what.find("fenced") != std::string::npos || what.find("FENCED") != std::string::npos ||
@@ -104,7 +103,7 @@ TEST_CASE("a broker restart in the middle of a transaction: the commit makes all
     {
         kafka_test::broker_comes_back guard{script};
         exactly_once eos(producer_options{kafka_test::bootstrap(), id, {}}, std::chrono::seconds(90));
-        kafka_changelog log(kafka_test::log_options(changelog), eos.shared_producer());
+        kafka::changelog log(kafka_test::log_options(changelog), eos.shared_producer());
         eos.begin();
         write(eos, log, output, "half-", 500);
         REQUIRE(kafka_test::run_broker_script(script, "kill") == 0);
@@ -113,7 +112,7 @@ TEST_CASE("a broker restart in the middle of a transaction: the commit makes all
             write(eos, log, output, "rest-", 500);
             commit(eos);
             committed = true;
-        } catch (const kafka_error& e) {
+        } catch (const kafka::error& e) {
             INFO("the commit failed: " << e.what());  // allowed: the transaction is then aborted
         }
     }

@@ -90,7 +90,7 @@ TEST_CASE("interop: a changelog Kafka Streams wrote restores in strata to the sa
              (dir.path() / "records.tsv").string() + "'");
 
     auto o = kafka_test::log_options(strata::kafka::changelog_topic_name(app, "counts"));
-    strata::kafka::kafka_changelog log(o);
+    strata::kafka::changelog log(o);
     auto s = store_t("counts") | strata::logged(log);
     const auto p = s.restore();
     REQUIRE(p.records_done > 0);
@@ -108,7 +108,7 @@ TEST_CASE("interop: a changelog strata wrote restores in Kafka Streams to the sa
     t.bootstrap_servers = kafka_test::bootstrap();
     const std::string topic = strata::kafka::ensure_changelog_topic(app, "counts", t);
     {
-        strata::kafka::kafka_changelog log(kafka_test::log_options(topic));
+        strata::kafka::changelog log(kafka_test::log_options(topic));
         auto s = store_t("counts") | strata::logged(log);
         for (const auto& [k, v] : ops) {
             if (v) s.put(k, *v);

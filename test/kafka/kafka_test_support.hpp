@@ -124,8 +124,8 @@ inline void delete_records_before(const std::string& topic, std::int32_t partiti
     set_cleanup_policy(topic, "compact");
 }
 
-inline strata::kafka::kafka_changelog_options log_options(const std::string& topic, std::int32_t partition = 0) {
-    strata::kafka::kafka_changelog_options o;
+inline strata::kafka::changelog_options log_options(const std::string& topic, std::int32_t partition = 0) {
+    strata::kafka::changelog_options o;
     o.bootstrap_servers = bootstrap();
     o.topic = topic;
     o.partition = partition;

@@ -2,7 +2,7 @@
 // test/laws/stacks.hpp (every store times every choice of the other layer
 // slots) with the changelog slot set to a Kafka topic on the real broker.
 // A stack's history goes to a topic of its own, and a fresh stack restores
-// from it through a new kafka_changelog.
+// from it through a new kafka::changelog.
 //
 // The crash law is not run here: a changelog object that goes away without a
 // flush purges what librdkafka still queues, but records already sent may be
@@ -27,9 +27,9 @@ namespace {
 /// laws::env plus a Kafka changelog on a topic made for this env.
 struct kafka_env : laws::env {
     std::optional<std::string> topic;
-    std::optional<strata::kafka::kafka_changelog> kafka;
+    std::optional<strata::kafka::changelog> kafka;
 
-    strata::kafka::kafka_changelog& kafka_log() {
+    strata::kafka::changelog& kafka_log() {
         if (!topic) topic = kafka_test::make_topic("laws");
         if (!kafka) kafka.emplace(kafka_test::log_options(*topic));
         return *kafka;

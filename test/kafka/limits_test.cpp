@@ -21,7 +21,7 @@ TEST_CASE("a record over the producer's message.max.bytes names the store, the k
     const std::string topic = kafka_test::make_topic("limits");
     auto o = kafka_test::log_options(topic);
     o.producer_settings = {{"message.max.bytes", "100000"}};
-    strata::kafka::kafka_changelog log(o);
+    strata::kafka::changelog log(o);
     auto s = store_t("profiles") | strata::logged(log);
     s.put("small", "fits");
     REQUIRE(s.flush() == 1);
@@ -40,7 +40,7 @@ TEST_CASE("a record over the producer's message.max.bytes names the store, the k
     CHECK(s.failed());
     CHECK_THROWS_AS(s.flush(), strata::changelog_error);  // nothing more is called durable
 
-    strata::kafka::kafka_changelog reread(kafka_test::log_options(topic));
+    strata::kafka::changelog reread(kafka_test::log_options(topic));
     auto rebuilt = store_t("profiles") | strata::logged(reread);
     rebuilt.restore();
     CHECK(rebuilt.get("small") == std::optional<std::string>("fits"));
@@ -53,14 +53,14 @@ TEST_CASE("a full producer queue pushes back on append instead of failing or gro
     // Room for 500 records in librdkafka's queue; 20,000 are appended
     // without a flush in between.
     o.producer_settings = {{"queue.buffering.max.messages", "500"}, {"linger.ms", "50"}};
-    strata::kafka::kafka_changelog log(o);
+    strata::kafka::changelog log(o);
     constexpr int n = 20'000;
     for (int i = 0; i < n; ++i) {
         const std::string k = "k" + std::to_string(i);
         log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
     }
     REQUIRE(log.flush() == static_cast<strata::offset_t>(n));
-    strata::kafka::kafka_changelog reread(kafka_test::log_options(topic));
+    strata::kafka::changelog reread(kafka_test::log_options(topic));
     int seen = 0;
     for (const strata::record_view r : reread.replay(0)) {
         REQUIRE(std::string(strata::as_chars(r.key)) == "k" + std::to_string(seen));
@@ -82,7 +82,7 @@ TEST_CASE("a producer whose owner may not write refuses the record with the owne
     po.may_write = [&] { return may_write; };
     po.refusal = "the lease ran out";
     auto producer = std::make_shared<strata::kafka::producer>(po);
-    strata::kafka::kafka_changelog log(kafka_test::log_options(topic), producer);
+    strata::kafka::changelog log(kafka_test::log_options(topic), producer);
     auto s = store_t("counts") | strata::logged(log);
     s.put("before", "1");
     REQUIRE(s.flush() == 1);
@@ -98,7 +98,7 @@ TEST_CASE("a producer whose owner may not write refuses the record with the owne
     CHECK(rd_kafka_outq_len(producer->get()) == 0);  // nothing was handed to librdkafka
     CHECK(s.failed());
 
-    strata::kafka::kafka_changelog reread(kafka_test::log_options(topic));
+    strata::kafka::changelog reread(kafka_test::log_options(topic));
     auto rebuilt = store_t("counts") | strata::logged(reread);
     rebuilt.restore();
     CHECK(rebuilt.get("before") == std::optional<std::string>("1"));

@@ -4,7 +4,7 @@
 // ones. The test starts its own broker (ports 19892/19893) that advertises the
 // proxy's address (19894), so that after bootstrapping the clients still talk
 // through the proxy. flush() either returns (every record below the returned
-// offset is then in the log) or throws kafka_error; no acknowledged record is
+// offset is then in the log) or throws kafka::error; no acknowledged record is
 // lost and, with the idempotent producer, none is written twice. A replay
 // that stalls mid-way waits and reads every record once. A stall longer than
 // message.timeout.ms makes flush() throw, and every later call with it; a
@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 
@@ -146,8 +146,8 @@ private:
     std::string prefix_;
 };
 
-strata::kafka::kafka_changelog_options options(const std::string& topic) {
-    strata::kafka::kafka_changelog_options o;
+strata::kafka::changelog_options options(const std::string& topic) {
+    strata::kafka::changelog_options o;
     o.bootstrap_servers = proxy_bootstrap;
     o.topic = topic;
     o.request_timeout = std::chrono::milliseconds(30'000);
@@ -170,7 +170,7 @@ std::string make_topic(const std::string& what) {
     return topic;
 }
 
-void append(kafka_changelog& log, int i) {
+void append(kafka::changelog& log, int i) {
     const std::string k = key_of(i);
     log.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(k)});
 }
@@ -223,7 +223,7 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
         bool flush_failed = false;
         std::string failure;
         {
-            kafka_changelog log(o);
+            kafka::changelog log(o);
             auto write = [&](int n) {
                 for (int j = 0; j < n; ++j) append(log, appended++);
             };
@@ -285,12 +285,12 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
                 proxy.set("pass");
                 write(300);
                 flush();
-            } catch (const strata::kafka::kafka_error& e) {
+            } catch (const strata::kafka::error& e) {
                 // Allowed: the failure is reported, never swallowed. Writing
                 // stops here; what was acknowledged before must be there.
                 flush_failed = true;
                 failure = e.what();
-                WARN("flush threw kafka_error: " << e.what());
+                WARN("flush threw kafka::error: " << e.what());
             }
         }
         proxy.set("pass");
@@ -298,7 +298,7 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
                          << (flush_failed ? ", a flush threw: " + failure : std::string()));
 
         // Read everything back, through the proxy.
-        kafka_changelog reader(o);
+        kafka::changelog reader(o);
         std::map<int, int> seen;
         int last = -1;
         strata::offset_t next = 0;
@@ -328,14 +328,14 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
         auto o = options(topic);
         constexpr int n = 20'000;
         {
-            kafka_changelog log(o);
+            kafka::changelog log(o);
             for (int i = 0; i < n; ++i) append(log, i);
             REQUIRE(log.flush() == static_cast<std::uint64_t>(n));
         }
         // Fetch little ahead, so that most of the topic is read after the stall.
         o.consumer_settings["queued.max.messages.kbytes"] = "16";
         o.consumer_settings["fetch.message.max.bytes"] = "16384";
-        kafka_changelog reader(o);
+        kafka::changelog reader(o);
         int seen = 0;
         bool stalled = false;
         std::optional<later> resume;
@@ -363,7 +363,7 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
         o.producer_settings["message.timeout.ms"] = "2000";
         constexpr int acknowledged = 500, unacknowledged = 300;
         {
-            kafka_changelog log(o);
+            kafka::changelog log(o);
             for (int i = 0; i < acknowledged; ++i) append(log, i);
             REQUIRE(log.flush() == static_cast<std::uint64_t>(acknowledged));
 
@@ -373,7 +373,7 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
             std::string failure;
             try {
                 (void)log.flush();
-            } catch (const strata::kafka::kafka_error& e) {
+            } catch (const strata::kafka::error& e) {
                 failure = e.what();
             }
             const auto waited = std::chrono::steady_clock::now() - t0;
@@ -384,12 +384,12 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
             CHECK(waited < 25'000ms);  // and not for the request timeout
             proxy.set("pass");
             // Every later call reports the loss instead of writing past it.
-            CHECK_THROWS_AS(append(log, acknowledged + unacknowledged), strata::kafka::kafka_error);
-            CHECK_THROWS_AS(log.flush(), strata::kafka::kafka_error);
+            CHECK_THROWS_AS(append(log, acknowledged + unacknowledged), strata::kafka::error);
+            CHECK_THROWS_AS(log.flush(), strata::kafka::error);
         }
         // A fresh changelog reads every acknowledged record once, in order;
         // the stalled ones may have reached the broker after all, at most once.
-        kafka_changelog reader(o);
+        kafka::changelog reader(o);
         std::map<int, int> seen;
         int last = -1;
         for (const strata::record_view r : reader.replay(0)) {
@@ -428,7 +428,7 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
         std::string failure;
         try {
             eos.commit(none.get(), group.get());  // 2 s for the commit: it times out, or ends once the proxy passes
-        } catch (const strata::kafka::kafka_error& e) {
+        } catch (const strata::kafka::error& e) {
             failure = e.what();
         }
         pass.done();

@@ -8,13 +8,13 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/kafka/producer.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 
 #include <catch2/catch.hpp>
 
 TEST_CASE("option structs take designated initializers for some members, the rest keep their defaults",
           "[options]") {
-    const strata::kafka::kafka_changelog_options changelog{.bootstrap_servers = "127.0.0.1:9092", .topic = "t"};
+    const strata::kafka::changelog_options changelog{.bootstrap_servers = "127.0.0.1:9092", .topic = "t"};
     CHECK(changelog.partition == 0);
     CHECK(changelog.producer_settings.empty());
     CHECK(changelog.read_committed);
@@ -26,7 +26,7 @@ TEST_CASE("option structs take designated initializers for some members, the res
     CHECK(topic.bootstrap_servers.empty());
     CHECK(topic.replication_factor == 1);
 
-    const strata::runtime::application_config app{.application_id = "a", .input_topics = {"in"}};
+    const strata::runtime::application_options app{.application_id = "a", .input_topics = {"in"}};
     CHECK(app.bootstrap_servers.empty());
     CHECK(app.instance_id.empty());
 
@@ -34,7 +34,7 @@ TEST_CASE("option structs take designated initializers for some members, the res
     CHECK_FALSE(logged.checkpoint.has_value());
     CHECK(logged.checkpoint_on_flush);
 
-    const strata::cache_options cache{.max_bytes = 1024};
+    const strata::cached_options cache{.max_bytes = 1024};
     const strata::metered_options metered{.time_one_in = 4};
     const strata::file_log_options file_log{.segment_bytes = 4096};
     CHECK(cache.max_bytes == 1024);

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <string>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 
@@ -34,7 +34,7 @@ struct progress_listener {
 
 strata::logged_options batch_options() {
     strata::logged_options o;
-    o.restore_batch_records = 50'000;
+    o.restore_progress_every = 50'000;
     return o;
 }
 
@@ -51,7 +51,7 @@ TEST_CASE("restore: one million records, with progress", "[kafka][restore]") {
     {
         auto o = kafka_test::log_options(topic);
         o.producer_settings = {{"linger.ms", "20"}, {"batch.size", "1000000"}, {"compression.type", "lz4"}};
-        kafka_changelog log(o);
+        kafka::changelog log(o);
         auto s = store("big") | strata::logged(log);
         const auto start = std::chrono::steady_clock::now();
         for (std::int64_t k = 0; k < n; ++k) s.put(k, value);
@@ -60,7 +60,7 @@ TEST_CASE("restore: one million records, with progress", "[kafka][restore]") {
         std::printf("kafka write: %lld records (8-byte key, 40-byte value, lz4) in %.2f s = %.0f records/s\n",
                     static_cast<long long>(n), took, static_cast<double>(n) / took);
     }
-    kafka_changelog log(kafka_test::log_options(topic));
+    kafka::changelog log(kafka_test::log_options(topic));
     auto fresh = store("big") | strata::logged(log, batch_options());
     progress_listener l;
     const auto start = std::chrono::steady_clock::now();

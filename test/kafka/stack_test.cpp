@@ -15,7 +15,7 @@
 #include <random>
 #include <string>
 
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 namespace {
 
@@ -23,7 +23,7 @@ using store = strata::ordered_map_store<std::int64_t, std::string>;
 using model = laws::kv_model;
 using laws::contents_of;
 
-auto make_stack(kafka_changelog& log, strata::metrics::registry& r) {
+auto make_stack(kafka::changelog& log, strata::metrics::registry& r) {
     return store("votes") | strata::logged(log) | strata::cached({.max_bytes = 2000}) | strata::metered(r);
 }
 
@@ -45,7 +45,7 @@ TEST_CASE("stack: a history logged to Kafka restores to the model", "[kafka][sta
     model m;
     std::uint64_t durable = 0;
     {
-        kafka_changelog log(kafka_test::log_options(topic));
+        kafka::changelog log(kafka_test::log_options(topic));
         strata::metrics::registry r;
         auto s = make_stack(log, r);
         // Flushes one step in ten of those that may: many records per round trip.
@@ -55,7 +55,7 @@ TEST_CASE("stack: a history logged to Kafka restores to the model", "[kafka][sta
         REQUIRE(durable == log.end_offset());
         REQUIRE(durable == log.appended());  // one writer from offset 0: every record acknowledged
     }
-    kafka_changelog log(kafka_test::log_options(topic));
+    kafka::changelog log(kafka_test::log_options(topic));
     strata::metrics::registry r;
     auto fresh = make_stack(log, r);
     counting_listener l;

@@ -72,7 +72,7 @@ using hashed = strata::hash_map_store<std::int64_t, std::string>;
 
 // A cache small enough that the histories evict from it constantly, and that
 // answers reads (the default does not over these in-memory stores).
-inline strata::cache_options tiny_cache() { return {.max_bytes = 600, .reads = strata::read_caching::on}; }
+inline strata::cached_options tiny_cache() { return {.max_bytes = 600, .reads = strata::read_caching::on}; }
 
 struct hashed_logged_direct {
     static auto make(env& e) { return strata::logged(hashed("s"), e.log); }
@@ -157,7 +157,7 @@ struct ordered_store {
     static auto logged(Log& log) {
         return strata::logged(log);
     }
-    static strata::cache_options cache() { return tiny_cache(); }
+    static strata::cached_options cache() { return tiny_cache(); }
     static constexpr bool cache_needs_log = false;
 };
 struct hashed_store {
@@ -166,7 +166,7 @@ struct hashed_store {
     static auto logged(Log& log) {
         return strata::logged(log);
     }
-    static strata::cache_options cache() { return tiny_cache(); }
+    static strata::cached_options cache() { return tiny_cache(); }
     static constexpr bool cache_needs_log = false;
 };
 
@@ -273,7 +273,7 @@ struct table_store {
     static auto logged(Log& log) {
         return strata::logged(log, table_codec{});
     }
-    static strata::cache_options cache() { return {.max_bytes = 300}; }
+    static strata::cached_options cache() { return {.max_bytes = 300}; }
     static constexpr bool cache_needs_log = true;
 };
 

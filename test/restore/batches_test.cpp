@@ -1,8 +1,8 @@
 // restore_from over a changelog whose replay hands over batches
-// (next_batch, as kafka_changelog's does): the store ends up as a
+// (next_batch, as kafka::changelog's does): the store ends up as a
 // record-by-record restore leaves it, every key is announced to the store
 // (prefetch) before its record is applied, progress comes every
-// batch_records records whatever the batch sizes, and a bad record names its
+// progress_every records whatever the batch sizes, and a bad record names its
 // offset with everything before it applied and nothing after.
 
 #include <catch2/catch.hpp>
@@ -148,7 +148,7 @@ TEST_CASE("restore in batches leaves the store as a record-by-record restore doe
     REQUIRE(one_by_one.size() == live);
 }
 
-TEST_CASE("restore in batches reports progress every batch_records records", "[restore]") {
+TEST_CASE("restore in batches reports progress every progress_every records", "[restore]") {
     strata::memory_log log = history();  // 501 records
     batched_log batched(log, 64);
     kv s("s");

@@ -83,8 +83,8 @@ model contents(const S& s) {
     return m;
 }
 
-kafka_changelog_options log_options(const setup& s, const std::string& topic) {
-    kafka_changelog_options o;
+changelog_options log_options(const setup& s, const std::string& topic) {
+    changelog_options o;
     o.bootstrap_servers = s.bootstrap;
     o.topic = topic;
     return o;
@@ -105,7 +105,7 @@ std::int64_t committed_input(rd_kafka_t* consumer, const setup& s) {
         const std::int64_t start = committed_input(consumer.get(), s);
         check(rd_kafka_assign(consumer.get(), one_partition(s.input, 0, start).get()), "assign the input");
 
-        kafka_changelog log(log_options(s, s.changelog), eos.shared_producer());
+        changelog log(log_options(s, s.changelog), eos.shared_producer());
         // The store commits only when the transaction has: save_checkpoint below.
         auto store = counters("counters", s.store_dir) | strata::logged(log, {.checkpoint_on_flush = false}) |
                      strata::cached();
@@ -182,11 +182,11 @@ round_view look(const setup& s, const std::filesystem::path& scratch) {
     v.before_restore = contents(db);
     v.in_store = db.get(next_input_key).value_or(0);
     v.store_offset = db.committed_offset();
-    kafka_changelog log(log_options(s, s.changelog));
+    changelog log(log_options(s, s.changelog));
     auto store = std::move(db) | strata::logged(log);
     v.restore = store.restore();
     v.restored = contents(store);
-    kafka_changelog out(log_options(s, s.output));
+    changelog out(log_options(s, s.output));
     for ([[maybe_unused]] const strata::record_view r : out.replay(0)) ++v.outputs;
     return v;
 }
@@ -218,7 +218,7 @@ TEST_CASE("rocksdb exactly-once: a processor killed at random moments reopens it
     s.inputs = inputs_env != nullptr && *inputs_env != '\0' ? std::atoll(inputs_env) : 6000;
     s.commit_every = 20;
     {
-        kafka_changelog in(log_options(s, s.input));
+        changelog in(log_options(s, s.input));
         for (std::int64_t i = 0; i < s.inputs; ++i) {
             const std::string k = input_key(i), v = std::to_string(input_amount(i));
             in.append(strata::record_view{strata::as_bytes(k), strata::as_bytes(v)});

@@ -28,7 +28,7 @@ struct rocksdb_kv {
     static auto logged(Log& log) {
         return strata::logged(log);
     }
-    static strata::cache_options cache() { return laws::tiny_cache(); }
+    static strata::cached_options cache() { return laws::tiny_cache(); }
     static constexpr bool cache_needs_log = false;
 };
 

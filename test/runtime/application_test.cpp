@@ -22,9 +22,9 @@ using namespace runtime_test;
 
 namespace {
 
-strata::runtime::application_config config(const std::string& app, std::vector<std::string> inputs,
+strata::runtime::application_options config(const std::string& app, std::vector<std::string> inputs,
                                            const test_support::temp_dir& dir) {
-    strata::runtime::application_config c;
+    strata::runtime::application_options c;
     c.application_id = app;
     c.bootstrap_servers = kafka_test::bootstrap();
     c.input_topics = std::move(inputs);
@@ -238,7 +238,7 @@ TEST_CASE("runtime: exactly-once, a punctuation's store writes with no input are
     in.write(0, 1);
     in.flush();
 
-    strata::runtime::application_config c = config(app_id, {input}, dir);
+    strata::runtime::application_options c = config(app_id, {input}, dir);
     c.guarantee = strata::runtime::processing_guarantee::exactly_once;
     c.transaction_timeout = std::chrono::milliseconds(3'000);
     ticking proc{std::make_shared<std::atomic<int>>(0)};

@@ -34,8 +34,8 @@ std::int64_t end_of(const std::string& topic) {
     c.set("bootstrap.servers", kafka_test::bootstrap());
     const strata::kafka::client consumer(RD_KAFKA_CONSUMER, std::move(c));
     try {
-        return strata::kafka::query_end_offset(consumer.get(), topic, 0, 5s);
-    } catch (const strata::kafka::kafka_error&) {
+        return strata::kafka::list_end_offset(consumer.get(), topic, 0, 5s);
+    } catch (const strata::kafka::error&) {
         return -1;
     }
 }

@@ -22,7 +22,7 @@ namespace detail = strata::runtime::detail;
 
 TEST_CASE("group consumer: a close with an empty assignment handed over but not taken yet ends, and leaves the group",
           "[kafka][runtime]") {
-    strata::runtime::application_config c;
+    strata::runtime::application_options c;
     c.application_id = kafka_test::unique_name("group-consumer");
     c.bootstrap_servers = kafka_test::bootstrap();
     c.input_topics = {kafka_test::make_topic("group-consumer-in", 1, {{"cleanup.policy", "delete"}})};
@@ -32,7 +32,7 @@ TEST_CASE("group consumer: a close with an empty assignment handed over but not 
     const auto deadline = std::chrono::steady_clock::now() + 60s;
 
     // a holds the coordination partition, and is polled all along.
-    strata::runtime::application_config ca = c;
+    strata::runtime::application_options ca = c;
     ca.instance_id = "instance-a";
     detail::leader la(detail::leader_options{"instance-a", 1, 0, 0, 60s});
     detail::group_consumer a(ca, coordination, la);
@@ -48,7 +48,7 @@ TEST_CASE("group consumer: a close with an empty assignment handed over but not 
 
     // b joins and is given nothing (the only partition stays with a), and
     // is not polled: that empty assignment waits for the callback.
-    strata::runtime::application_config cb = c;
+    strata::runtime::application_options cb = c;
     cb.instance_id = "instance-b";
     detail::leader lb(detail::leader_options{"instance-b", 1, 0, 0, 60s});
     auto b = std::make_unique<detail::group_consumer>(cb, coordination, lb);

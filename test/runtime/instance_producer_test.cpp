@@ -19,8 +19,8 @@ namespace {
 using namespace std::chrono_literals;
 namespace rt = strata::runtime;
 
-rt::application_config config(rt::processing_guarantee g, const std::string& instance = "p1") {
-    rt::application_config c;
+rt::application_options config(rt::processing_guarantee g, const std::string& instance = "p1") {
+    rt::application_options c;
     c.application_id = kafka_test::unique_name("producer-app");
     c.bootstrap_servers = kafka_test::bootstrap();
     c.instance_id = instance;
@@ -53,7 +53,7 @@ void produce(rt::detail::instance_producer& p, const std::string& topic, int n,
 TEST_CASE("instance producer: at-least-once, records land or fail within the lease's margin, and a user's longer "
           "timeout is warned of",
           "[runtime][producer]") {
-    rt::application_config c = config(rt::processing_guarantee::at_least_once);
+    rt::application_options c = config(rt::processing_guarantee::at_least_once);
     std::vector<std::string> warnings;
     c.on_warning = [&](const std::string& w) { warnings.push_back(w); };
     {
@@ -75,7 +75,7 @@ TEST_CASE("instance producer: at-least-once, a record is refused once the lease 
           "what was handed over",
           "[runtime][producer]") {
     const std::string topic = kafka_test::make_topic("instance-producer");
-    const rt::application_config c = config(rt::processing_guarantee::at_least_once);
+    const rt::application_options c = config(rt::processing_guarantee::at_least_once);
     std::atomic<bool> lease{true};
     rt::detail::instance_producer p(c, [&] { return lease.load(); });
     strata::kafka::delivery_tracker tracker;
@@ -90,7 +90,7 @@ TEST_CASE("instance producer: at-least-once, a record is refused once the lease 
     try {
         produce(p, topic, 1, tracker);
         FAIL("a record was taken after the lease ran out");
-    } catch (const strata::kafka::kafka_error& e) {
+    } catch (const strata::kafka::error& e) {
         CHECK(e.code() == RD_KAFKA_RESP_ERR__STATE);
         CHECK_THAT(std::string(e.what()), Catch::Contains("at-least-once lease ran out"));
     }
@@ -103,7 +103,7 @@ TEST_CASE("instance producer: exactly-once, a second producer of the instance id
           "one writes again",
           "[runtime][producer]") {
     const std::string topic = kafka_test::make_topic("instance-producer-eos");
-    const rt::application_config c = config(rt::processing_guarantee::exactly_once);
+    const rt::application_options c = config(rt::processing_guarantee::exactly_once);
     rt::detail::instance_producer first(c);
     CHECK(first.exactly_once());
     CHECK(first.transactional_id() == c.application_id + "-p1");
@@ -116,7 +116,7 @@ TEST_CASE("instance producer: exactly-once, a second producer of the instance id
         try {
             produce(first, topic, 1, tracker);
             (void)rd_kafka_flush(first.get()->get(), 500);
-        } catch (const strata::kafka::kafka_error&) {
+        } catch (const strata::kafka::error&) {
             // a fenced producer refuses records
         }
     }
@@ -137,7 +137,7 @@ TEST_CASE("instance producer: exactly-once, a second producer of the instance id
 
 TEST_CASE("instance producer: renewed more than 10 times within a minute, it gives up and names the instance id",
           "[runtime][producer]") {
-    const rt::application_config c = config(rt::processing_guarantee::at_least_once, "busy-id");
+    const rt::application_options c = config(rt::processing_guarantee::at_least_once, "busy-id");
     rt::detail::instance_producer p(c);
     const auto t0 = rt::detail::instance_producer::clock::now();
     for (int i = 0; i < 10; ++i) p.renew(t0 + std::chrono::seconds(i));

@@ -24,9 +24,9 @@ namespace rt = strata::runtime;
 
 namespace {
 
-rt::application_config config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
+rt::application_options config(const std::string& app, const std::string& input, const test_support::temp_dir& dir,
                               const std::string& instance) {
-    rt::application_config c;
+    rt::application_options c;
     c.application_id = app;
     c.bootstrap_servers = kafka_test::bootstrap();
     c.input_topics = {input};
@@ -254,7 +254,7 @@ TEST_CASE("queries: two instances agree on who answers for a key, and a standby 
     const std::string app_id = kafka_test::unique_name("iq-two");
     const std::string input = kafka_test::make_topic("iq-two-in", partitions, {{"cleanup.policy", "delete"}});
     auto with_standby = [&](const std::string& id) {
-        rt::application_config c = config(app_id, input, dir, id);
+        rt::application_options c = config(app_id, input, dir, id);
         c.standby_replicas = 1;
         return c;
     };
@@ -289,13 +289,13 @@ TEST_CASE("queries: two instances agree on who answers for a key, and a standby 
             const auto& other = ra.ok() ? rb : ra;
             const auto& owner_app = ra.ok() ? a : b;
             CHECK(*answer == std::optional<std::int64_t>(expected.first));
-            CHECK(other.owner == owner_app.config().instance_id);
-            CHECK(other.owner_endpoint == owner_app.config().endpoint);
+            CHECK(other.owner == owner_app.options().instance_id);
+            CHECK(other.owner_endpoint == owner_app.options().endpoint);
             CHECK_FALSE(other.value);
-            CHECK(a.metadata()->for_key(key).active == owner_app.config().instance_id);
-            CHECK(b.metadata()->for_key(key).active_endpoint == owner_app.config().endpoint);
+            CHECK(a.metadata()->for_key(key).active == owner_app.options().instance_id);
+            CHECK(b.metadata()->for_key(key).active_endpoint == owner_app.options().endpoint);
             CHECK(a.metadata()->for_key(key).partition == partition_of(key, partitions));
-            owners.insert(owner_app.config().instance_id);
+            owners.insert(owner_app.options().instance_id);
             break;
         }
     }
@@ -306,7 +306,7 @@ TEST_CASE("queries: two instances agree on who answers for a key, and a standby 
     std::set<std::int32_t> active, standby;
     for (const auto& i : md->instances()) {
         CHECK((i.instance == "a" || i.instance == "b"));
-        CHECK(i.endpoint == (i.instance == "a" ? a : b).config().endpoint);
+        CHECK(i.endpoint == (i.instance == "a" ? a : b).options().endpoint);
         for (std::int32_t p : i.active) CHECK(active.insert(p).second);
         for (std::int32_t p : i.standbys) standby.insert(p);
     }

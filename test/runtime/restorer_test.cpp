@@ -25,14 +25,14 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace rt = strata::runtime;
-using strata::kafka::kafka_changelog;
+namespace kafka = strata::kafka;
 
 using kv = strata::hash_map_store<std::string, std::string>;
-using logged_kv = decltype(std::declval<kv>() | strata::logged(std::declval<kafka_changelog&>()));
+using logged_kv = decltype(std::declval<kv>() | strata::logged(std::declval<kafka::changelog&>()));
 
 /// Writes records k<from>..k<to - 1> = v<i><suffix> to the topic; returns its end.
 strata::offset_t write(const std::string& topic, int from, int to, const std::string& suffix = "") {
-    kafka_changelog log(kafka_test::log_options(topic));
+    kafka::changelog log(kafka_test::log_options(topic));
     auto s = kv("w") | strata::logged(log);
     for (int i = from; i < to; ++i) s.put("k" + std::to_string(i), "v" + std::to_string(i) + suffix);
     return s.flush();
@@ -70,7 +70,7 @@ public:
 
 private:
     std::string topic_;
-    std::optional<kafka_changelog> log_;
+    std::optional<kafka::changelog> log_;
     std::optional<logged_kv> store_;
 };
 

@@ -118,8 +118,8 @@ public:
     open_transactions() : committed_(handle(true)), uncommitted_(handle(false)) {}
 
     [[nodiscard]] bool any(const std::string& topic, std::int32_t partition) const {
-        return strata::kafka::query_end_offset(committed_.get(), topic, partition, 10s) !=
-               strata::kafka::query_end_offset(uncommitted_.get(), topic, partition, 10s);
+        return strata::kafka::list_end_offset(committed_.get(), topic, partition, 10s) !=
+               strata::kafka::list_end_offset(uncommitted_.get(), topic, partition, 10s);
     }
 
 private:
@@ -151,7 +151,7 @@ inline void await_stable(const std::string& topic, std::int32_t partition, std::
 inline std::vector<std::pair<std::string, strata::byte_buffer>> read_partition(const std::string& topic,
                                                                               std::int32_t partition) {
     await_stable(topic, partition);
-    strata::kafka::kafka_changelog log(kafka_test::log_options(topic, partition));
+    strata::kafka::changelog log(kafka_test::log_options(topic, partition));
     std::vector<std::pair<std::string, strata::byte_buffer>> out;
     for (const strata::record_view r : log.replay(0))
         out.emplace_back(std::string(strata::as_chars(r.key)),

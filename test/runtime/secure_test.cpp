@@ -44,8 +44,8 @@ std::string other_ca() {
     return kafka_test::required_env("STRATA_KAFKA_CERTS_DIR", "eval the broker script's env") + "/other-ca.pem";
 }
 
-k::kafka_changelog_options secure_log(const std::string& topic, k::settings s) {
-    k::kafka_changelog_options o;
+k::changelog_options secure_log(const std::string& topic, k::settings s) {
+    k::changelog_options o;
     o.bootstrap_servers = secure_bootstrap();
     o.topic = topic;
     o.client_settings = std::move(s);
@@ -55,13 +55,13 @@ k::kafka_changelog_options secure_log(const std::string& topic, k::settings s) {
 
 using kv = strata::hash_map_store<std::string, std::int64_t>;
 
-/// How long `f` took to throw a kafka_error, and the error; fails if it did not throw.
+/// How long `f` took to throw a kafka::error, and the error; fails if it did not throw.
 template <class F>
-std::pair<std::chrono::milliseconds, k::kafka_error> time_to_fail(F f) {
+std::pair<std::chrono::milliseconds, k::error> time_to_fail(F f) {
     const auto start = std::chrono::steady_clock::now();
     try {
         f();
-    } catch (const k::kafka_error& e) {
+    } catch (const k::error& e) {
         return {std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start), e};
     }
     FAIL("no error");
@@ -73,12 +73,12 @@ std::pair<std::chrono::milliseconds, k::kafka_error> time_to_fail(F f) {
 TEST_CASE("kafka over SASL_SSL: a changelog writes and restores through the secure listener", "[kafka][security]") {
     const std::string topic = kafka_test::make_topic("secure-log");
     {
-        k::kafka_changelog log(secure_log(topic, secure()));
+        k::changelog log(secure_log(topic, secure()));
         auto s = kv("totals") | strata::logged(log);
         for (int i = 0; i < 500; ++i) s.put("k" + std::to_string(i % 50), i);
         REQUIRE(s.flush() == 500);
     }
-    k::kafka_changelog log(secure_log(topic, secure()));
+    k::changelog log(secure_log(topic, secure()));
     auto fresh = kv("totals") | strata::logged(log);
     const auto p = fresh.restore();
     CHECK(p.records_done == 500);
@@ -90,13 +90,13 @@ TEST_CASE("kafka over SASL_SSL: a wrong password, or a broker certificate no tru
           "once",
           "[kafka][security]") {
     const std::string topic = kafka_test::make_topic("secure-refused");
-    const auto [wrong_took, wrong] = time_to_fail([&] { k::kafka_changelog log(secure_log(topic, secure("guess"))); });
+    const auto [wrong_took, wrong] = time_to_fail([&] { k::changelog log(secure_log(topic, secure("guess"))); });
     CHECK(wrong.code() == RD_KAFKA_RESP_ERR__AUTHENTICATION);
     CHECK_THAT(std::string(wrong.what()), Catch::Contains("SASL authentication") && Catch::Contains("sasl.password"));
     CHECK(wrong_took < std::chrono::seconds(10));  // not the 20 s connect timeout
 
     const auto [ca_took, untrusted] =
-        time_to_fail([&] { k::kafka_changelog log(secure_log(topic, secure("", other_ca()))); });
+        time_to_fail([&] { k::changelog log(secure_log(topic, secure("", other_ca()))); });
     CHECK(untrusted.code() == RD_KAFKA_RESP_ERR__SSL);
     CHECK_THAT(std::string(untrusted.what()), Catch::Contains("certificate verify failed") &&
                                                   Catch::Contains("ssl.ca.location"));
@@ -111,7 +111,7 @@ TEST_CASE("runtime over SASL_SSL: an application processes and commits through t
     const std::string app_id = kafka_test::unique_name("secure-app");
     const std::string input = kafka_test::make_topic("secure-in", partitions, {{"cleanup.policy", "delete"}});
     const auto config = [&](const std::string& password) {
-        rt::application_config c;
+        rt::application_options c;
         c.application_id = app_id;
         c.bootstrap_servers = secure_bootstrap();
         c.client_settings = secure(password);
@@ -139,7 +139,7 @@ TEST_CASE("runtime over SASL_SSL: an application processes and commits through t
         REQUIRE(failure != nullptr);
         try {
             std::rethrow_exception(failure);
-        } catch (const k::kafka_error& e) {
+        } catch (const k::error& e) {
             CHECK(e.code() == RD_KAFKA_RESP_ERR__AUTHENTICATION);
             CHECK_THAT(std::string(e.what()), Catch::Contains(secure_bootstrap()));
         }

@@ -273,7 +273,7 @@ public:
     std::int64_t reports_written() const {
         std::int64_t n = 0;
         for (std::int32_t p = 0; p < partitions; ++p)
-            n += strata::kafka::kafka_changelog(kafka_test::log_options(reports_, p)).end_offset();
+            n += strata::kafka::changelog(kafka_test::log_options(reports_, p)).end_offset();
         return n;
     }
 

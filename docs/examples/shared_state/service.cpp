@@ -212,8 +212,8 @@ struct processor {
 };
 // [processor]
 
-rt::application_config config_of(const settings& s) {
-    rt::application_config c;
+rt::application_options options_of(const settings& s) {
+    rt::application_options c;
     c.application_id = s.app;
     c.bootstrap_servers = s.bootstrap;
     c.input_topics = {s.reports};
@@ -255,7 +255,7 @@ public:
         std::int64_t offset;
     };
 
-    /// @throws strata::kafka::kafka_error the broker did not take it
+    /// @throws strata::kafka::error the broker did not take it
     written write(const std::string& object, const report& r) {
         const std::lock_guard lock(mutex_);  // delivery reports are served by whoever waits
         const std::int32_t p = rt::partition_for(object, partitions_);
@@ -264,7 +264,7 @@ public:
         t = strata::kafka::delivery_tracker{};  // nothing in flight: the last write was waited for
         producer_.produce(topic_.get(), p, strata::as_bytes(object), strata::as_bytes(value), t);
         producer_.wait(t);
-        if (t.has_failed()) throw strata::kafka::kafka_error("write the report", t.first_error, t.first_error_text);
+        if (t.has_failed()) throw strata::kafka::error("write the report", t.first_error, t.first_error_text);
         return {p, t.last_offset};
     }
 
@@ -589,7 +589,7 @@ int main(int argc, char** argv) {
     try {
         create_topics(s);
         auto invalid = std::make_shared<std::atomic<std::int64_t>>(0);
-        auto app = rt::make_application<std::string, std::string>(config_of(s), make_stores, processor{&s, invalid});
+        auto app = rt::make_application<std::string, std::string>(options_of(s), make_stores, processor{&s, invalid});
         app.on_takeover([](const rt::task& t) {
             const auto& tl = t.timeline;
             std::cout << "started task=" << t.id() << " restored_records=" << tl.records_restored

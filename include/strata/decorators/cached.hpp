@@ -4,7 +4,7 @@
 /// and for kv stores serves reads from a bounded LRU cache.
 
 #include <strata/core/concepts.hpp>
-#include <strata/decorators/cache_options.hpp>
+#include <strata/decorators/cached_options.hpp>
 #include <strata/decorators/cached_store.hpp>
 #include <strata/decorators/closure.hpp>
 #include <strata/decorators/detail/rejected.hpp>
@@ -19,7 +19,7 @@ namespace strata {
 class cached_closure : public layer_closure<cached_closure> {
 public:
     static constexpr layer_kind kind = layer_kind::cached;
-    explicit cached_closure(cache_options opts) : opts_(opts) {}
+    explicit cached_closure(cached_options opts) : opts_(opts) {}
 
     template <class S>
     auto wrap(S&& s) const {
@@ -33,16 +33,16 @@ public:
     }
 
 private:
-    cache_options opts_;
+    cached_options opts_;
 };
 
 /// @brief `store | cached(options)`.
-inline cached_closure cached(cache_options opts = {}) { return cached_closure(opts); }
+inline cached_closure cached(cached_options opts = {}) { return cached_closure(opts); }
 
 /// @brief `cached(store, options)`: the direct form of `store | cached(options)`.
 template <class S>
     requires state_store<std::remove_cvref_t<S>>
-auto cached(S&& store, cache_options opts = {}) {
+auto cached(S&& store, cached_options opts = {}) {
     return std::forward<S>(store) | cached(opts);
 }
 

@@ -6,7 +6,7 @@
 
 #include <strata/core/concepts.hpp>
 #include <strata/core/hash.hpp>
-#include <strata/decorators/cache_options.hpp>
+#include <strata/decorators/cached_options.hpp>
 #include <strata/decorators/detail/admission.hpp>
 #include <strata/decorators/detail/cache_entries.hpp>
 #include <strata/decorators/layer.hpp>
@@ -75,7 +75,7 @@ public:
     static constexpr layer_kind kind = layer_kind::cached;
     using cache_key_type = typename decltype(detail::cache_key_of<Inner>())::type;
 
-    cached_store(Inner inner, cache_options opts)
+    cached_store(Inner inner, cached_options opts)
         : inner_(std::move(inner)), opts_(opts),
           caches_reads_(opts.reads == read_caching::on ||
                         (opts.reads == read_caching::automatic && is_persistent(inner_))),
@@ -193,7 +193,7 @@ public:
     /// @brief stats().hits without copying the rest of the stats.
     [[nodiscard]] std::uint64_t hits() const noexcept { return stats_.hits; }
     [[nodiscard]] std::size_t dirty_count() const noexcept { return entries_.dirty_count(); }
-    [[nodiscard]] const cache_options& options() const noexcept { return opts_; }
+    [[nodiscard]] const cached_options& options() const noexcept { return opts_; }
     /// @brief Whether get() is answered from the cache (see read_caching).
     [[nodiscard]] bool caches_reads() const noexcept { return caches_reads_; }
 
@@ -287,7 +287,7 @@ private:
     // Mutable: reads fill the cache and move entries in the LRU order, and a
     // read that evicts a dirty entry writes its record through the layer beneath.
     mutable Inner inner_;
-    cache_options opts_;
+    cached_options opts_;
     bool caches_reads_;
     mutable cache_stats stats_;
     mutable detail::admission admission_;

@@ -20,7 +20,7 @@ struct logged_options {
     /// The changelog partition this store instance owns (its key in the checkpoint).
     std::int32_t partition = 0;
     /// Records between two restore progress reports.
-    std::uint64_t restore_batch_records = 10'000;
+    std::uint64_t restore_progress_every = 10'000;
     /// Whether flush() writes the checkpoint itself. Turn it off when the
     /// changelog's durable offset only counts once something else succeeds
     /// (a Kafka transaction's commit), and call save_checkpoint() after that.

@@ -128,7 +128,7 @@ public:
     template <restore_listener Listener = null_restore_listener>
     restore_progress restore(Listener&& listener = {}) {
         const offset_t from = detail::restore_start(std::as_const(inner_), log(), this->name(), opts_);
-        return restore_from(inner_, log(), codec_, restore_options{from, opts_.restore_batch_records},
+        return restore_from(inner_, log(), codec_, restore_options{from, opts_.restore_progress_every},
                             std::forward<Listener>(listener));
     }
 

@@ -13,11 +13,11 @@
 ///         return nlohmann::json(store.query([&](const orders_db& db) { return db.count_in(a.at("city")); }));
 ///     });
 ///     strata::http::server_options o;
-///     o.port = 8080;                                          // the port of application_config::endpoint
+///     o.port = 8080;                                          // the port of application_options::endpoint
 ///     auto server = gw.serve(o);                              // serves until destroyed
 ///
 /// Or, to add routes of one's own, or to bind before the application is
-/// made (a port the kernel picks, for application_config::endpoint):
+/// made (a port the kernel picks, for application_options::endpoint):
 ///
 ///     strata::http::server server(o);                         // bound; server.endpoint() is known
 ///     strata::http::router routes;
@@ -51,6 +51,7 @@
 #include <strata/core/concepts.hpp>
 #include <strata/gateway/detail/forwarder.hpp>
 #include <strata/gateway/detail/ports.hpp>
+#include <strata/gateway/error.hpp>
 #include <strata/gateway/http.hpp>
 #include <strata/gateway/json.hpp>
 #include <strata/gateway/requests.hpp>
@@ -247,7 +248,7 @@ public:
         if (page.after) q += "&after=" + url_encode(page.after->dump());
         return elsewhere(local.outcome,
                          options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) + "/scan?" +
-                             q + o.to_query(),
+                             q + o.to_query_string(),
                          o);
     }
 
@@ -285,7 +286,7 @@ public:
         for (const auto& [k, v] : a) q += "&" + url_encode(k) + "=" + url_encode(v);
         return elsewhere(local.outcome,
                          options_.prefix + "/stores/" + url_encode(store) + "/partitions/" + std::to_string(p) +
-                             "/queries/" + url_encode(name) + "?" + (o.to_query() + q).substr(1),
+                             "/queries/" + url_encode(name) + "?" + (o.to_query_string() + q).substr(1),
                          o);
     }
 
@@ -294,7 +295,7 @@ public:
         const std::shared_ptr<const runtime::application_metadata> md = app_->metadata();
         if (md == nullptr) return not_answered(runtime::query_outcome{});
         json body = to_json(*md);
-        body["answered_by"] = app_->config().instance_id;
+        body["answered_by"] = app_->options().instance_id;
         return answer{200, std::move(body)};
     }
 
@@ -375,7 +376,7 @@ private:
         if (here.unrenderable) return unrenderable(store, key);
         if (here.outcome.ok()) {
             json body = std::move(here.body);
-            body["instance"] = app_->config().instance_id;
+            body["instance"] = app_->options().instance_id;
             if (body["value"].is_null()) {
                 body["status"] = "not_found";
                 body["error"] = "no such key";
@@ -390,7 +391,7 @@ private:
 
     std::string key_path(std::string_view store, std::string_view key, const request_options& o) const {
         return options_.prefix + "/stores/" + url_encode(store) + "/keys/" + url_encode(key) + "?" +
-               o.to_query().substr(1);
+               o.to_query_string().substr(1);
     }
 
     /// Whether a request this instance could not answer goes to another:
@@ -400,7 +401,7 @@ private:
         using runtime::query_status;
         const bool elsewhere = local.status == query_status::not_owned ||
                                (local.status == query_status::rebalancing && !local.owner.empty() &&
-                                local.owner != app_->config().instance_id);
+                                local.owner != app_->options().instance_id);
         return elsewhere && !o.forwarded;
     }
 
@@ -432,10 +433,10 @@ private:
         if (o.read.allow_standby && md != nullptr) {
             const runtime::partition_metadata where = md->partition(local.partition);
             for (std::size_t i = 0; i < where.standbys.size(); ++i)
-                if (where.standbys[i] != app_->config().instance_id)
+                if (where.standbys[i] != app_->options().instance_id)
                     c->targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
         }
-        c->headers.emplace_back(request_options::forwarded_header, app_->config().instance_id);
+        c->headers.emplace_back(request_options::forwarded_header, app_->options().instance_id);
         if (!options_.peer_secret.empty()) c->headers.emplace_back(request_options::peer_secret_header, options_.peer_secret);
         if (!o.authorization.empty()) c->headers.emplace_back("Authorization", o.authorization);
         forwarder_.start(std::move(c));
@@ -470,7 +471,7 @@ private:
 
     static query_args args_of(const http::request& req) {
         query_args a;
-        for (const auto& [k, v] : req.query()) a.insert_or_assign(k, v);
+        for (const auto& [k, v] : req.query_params()) a.insert_or_assign(k, v);
         return a;
     }
 

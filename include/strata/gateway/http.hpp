@@ -6,7 +6,7 @@
 /// refusals have it too), what JSON can carry (UTF-8), URL encoding, and the
 /// forwarding of a request to another instance over strata::http's client.
 
-#include <strata/core/error.hpp>
+#include <strata/gateway/error.hpp>
 #include <strata/runtime/queries.hpp>
 
 #include <strata/http/client.hpp>
@@ -30,13 +30,6 @@
 namespace strata::gateway {
 
 using json = nlohmann::json;
-
-/// @brief A request the gateway cannot serve as asked (bad key, bad
-/// parameter): answered with 400 and the message.
-class bad_request : public error {
-public:
-    explicit bad_request(const std::string& what) : error(what) {}
-};
 
 /// @brief An HTTP answer: status code and JSON body. Every error body has
 /// "status" (a query_status name; one of the gateway's own: not_found,
@@ -247,7 +240,7 @@ struct forwarded {
 /// its own, so a caller on any thread may wait for an answer).
 class client_pool {
 public:
-    /// @throws std::runtime_error a TLS file that cannot be used
+    /// @throws usage_error a TLS file that cannot be used
     explicit client_pool(std::chrono::milliseconds timeout, std::size_t connections_per_peer = 32,
                          std::optional<http::client_tls_options> tls = std::nullopt)
         : client_(options(timeout, connections_per_peer, std::move(tls)), 2) {}

@@ -5,6 +5,7 @@
 /// specialization of `nlohmann::adl_serializer<T>`), and a key in a URL
 /// as `key_text<K>` reads it.
 
+#include <strata/gateway/error.hpp>
 #include <strata/gateway/http.hpp>
 #include <strata/runtime/metadata.hpp>
 

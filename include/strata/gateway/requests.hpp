@@ -5,6 +5,7 @@
 /// sent it (forwarded by another instance), and the page of a scan (limit,
 /// range, cursor).
 
+#include <strata/gateway/error.hpp>
 #include <strata/gateway/http.hpp>
 #include <strata/http/message.hpp>
 #include <strata/runtime/queries.hpp>
@@ -108,7 +109,7 @@ struct request_options {
     }
 
     /// The query string that says the same to another instance.
-    [[nodiscard]] std::string to_query() const {
+    [[nodiscard]] std::string to_query_string() const {
         std::string q;
         if (read.allow_standby) q += "&allow_standby=true";
         if (read.max_standby_lag != std::numeric_limits<std::int64_t>::max())

@@ -11,6 +11,7 @@
 /// sides keep it alive. A GET sent on a reused connection that the peer had
 /// closed meanwhile is sent once more on a new one.
 
+#include <strata/core/error.hpp>
 #include <strata/http/detail/tls.hpp>
 #include <strata/http/message.hpp>
 
@@ -28,13 +29,13 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -106,7 +107,7 @@ public:
 };
 
 /// The TLS context of a client's options.
-/// @throws std::runtime_error a file that cannot be read or used, named
+/// @throws usage_error a file that cannot be read or used, named
 inline std::shared_ptr<net::ssl::context> make_client_tls(const client_tls_options& t) {
     auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
     modern_tls_only(*ctx);
@@ -371,7 +372,7 @@ void client_connection_of<Stream>::finish(client_result r, bool reusable) {
 class client {
 public:
     /// @brief A client on another's threads (a server's executor).
-    /// @throws std::runtime_error a TLS file that cannot be used
+    /// @throws usage_error a TLS file that cannot be used
     client(boost::asio::any_io_executor ex, client_options o = {})
         : executor_(std::move(ex)), options_(std::move(o)), tls_(tls_of(options_)) {}
 
@@ -456,7 +457,7 @@ private:
         if (const auto it = peers_.find(endpoint); it != peers_.end()) return it->second;
         const auto colon = endpoint.rfind(':');
         if (colon == std::string::npos || colon + 1 == endpoint.size())
-            throw std::invalid_argument("endpoint '" + endpoint + "' is not host:port");
+            throw usage_error("endpoint '" + endpoint + "' is not host:port");
         std::string host = endpoint.substr(0, colon);
         if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
         auto p = std::make_shared<detail::client_peer>(executor_, std::move(host), endpoint.substr(colon + 1), options_,

@@ -48,7 +48,7 @@ using params = std::map<std::string, std::string, std::less<>>;
 }
 
 /// @brief The parameters of a query string ("a=1&b=x%20y").
-[[nodiscard]] inline params parse_query(std::string_view q) {
+[[nodiscard]] inline params parse_query_string(std::string_view q) {
     params out;
     while (!q.empty()) {
         const std::size_t amp = q.find('&');
@@ -72,7 +72,7 @@ public:
         const std::string_view target(message_.target().data(), message_.target().size());
         const std::size_t q = target.find('?');
         path_ = std::string(target.substr(0, q));
-        if (q != std::string_view::npos) params_ = parse_query(target.substr(q + 1));
+        if (q != std::string_view::npos) params_ = parse_query_string(target.substr(q + 1));
     }
 
     /// "GET", "PUT", ...
@@ -83,7 +83,8 @@ public:
     [[nodiscard]] beast_http::verb verb() const { return message_.method(); }
     /// The path as sent (still percent-encoded: an encoded '/' is no separator).
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
-    [[nodiscard]] const params& query() const noexcept { return params_; }
+    /// The parameters of the target's query string.
+    [[nodiscard]] const params& query_params() const noexcept { return params_; }
     [[nodiscard]] bool has_param(std::string_view name) const { return params_.find(name) != params_.end(); }
     /// The parameter's decoded value, or "" when absent.
     [[nodiscard]] std::string param(std::string_view name) const {

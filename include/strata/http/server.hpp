@@ -23,6 +23,7 @@
 /// handled at once, a request is answered 503 with Retry-After and its
 /// connection stays. Requests on one connection are answered in turn.
 
+#include <strata/core/error.hpp>
 #include <strata/http/detail/connection.hpp>
 #include <strata/http/router.hpp>
 #include <strata/http/server_options.hpp>
@@ -40,7 +41,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,7 +89,7 @@ public:
 
     /// @brief Serves `routes` (once).
     void start(router routes) {
-        if (!threads_.empty()) throw std::logic_error("strata::http::server: started twice");
+        if (!threads_.empty()) throw usage_error("strata::http::server: started twice");
         shared_->routes = std::move(routes);
         accept();
         const unsigned configured = shared_->options.io_threads;

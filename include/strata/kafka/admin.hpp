@@ -61,9 +61,9 @@ inline client admin_client(const topic_options& o) {
 inline unique_event await_admin(rd_kafka_queue_t* q, rd_kafka_event_type_t type, std::chrono::milliseconds timeout,
                                 std::string_view what) {
     unique_event ev(rd_kafka_queue_poll(q, timeout_ms(timeout) + 1000));
-    if (!ev) throw kafka_error(what, RD_KAFKA_RESP_ERR__TIMED_OUT);
+    if (!ev) throw error(what, RD_KAFKA_RESP_ERR__TIMED_OUT);
     if (rd_kafka_event_type(ev.get()) != type || rd_kafka_event_error(ev.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        throw kafka_error(what, rd_kafka_event_error(ev.get()), rd_kafka_event_error_string(ev.get()));
+        throw error(what, rd_kafka_event_error(ev.get()), rd_kafka_event_error_string(ev.get()));
     return ev;
 }
 
@@ -99,12 +99,12 @@ inline bool create_topic(rd_kafka_t* rk, const std::string& topic, const topic_o
     std::size_t n = 0;
     const rd_kafka_topic_result_t** results =
         rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
-    if (n != 1) throw kafka_error(what, RD_KAFKA_RESP_ERR__BAD_MSG, "no result for the topic");
+    if (n != 1) throw error(what, RD_KAFKA_RESP_ERR__BAD_MSG, "no result for the topic");
     const rd_kafka_resp_err_t code = rd_kafka_topic_result_error(results[0]);
     if (code == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) return false;
     if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
         const char* msg = rd_kafka_topic_result_error_string(results[0]);
-        throw kafka_error(what, code, msg != nullptr ? msg : "");
+        throw error(what, code, msg != nullptr ? msg : "");
     }
     return true;
 }
@@ -122,7 +122,7 @@ inline std::string cleanup_policy(rd_kafka_t* rk, const std::string& topic, cons
     std::size_t n = 0;
     const rd_kafka_ConfigResource_t** described =
         rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
-    if (n != 1) throw kafka_error(what, RD_KAFKA_RESP_ERR__BAD_MSG, "no result for the topic");
+    if (n != 1) throw error(what, RD_KAFKA_RESP_ERR__BAD_MSG, "no result for the topic");
     check(rd_kafka_ConfigResource_error(described[0]), what);
     std::size_t entries = 0;
     const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(described[0], &entries);
@@ -144,7 +144,7 @@ auto retry_while_unknown_topic(std::chrono::steady_clock::time_point deadline, F
     for (;;) {
         try {
             return f();
-        } catch (const kafka_error& e) {
+        } catch (const error& e) {
             if (e.code() != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
                 std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
                 throw;
@@ -174,15 +174,15 @@ inline std::int32_t await_partitions(rd_kafka_t* rk, const std::string& topic, s
                 if (led && (expected < 0 || t.partition_cnt >= expected)) {
                     // Leaders in the metadata may not serve yet: wait until each answers.
                     for (int i = 0; i < t.partition_cnt; ++i)
-                        (void)query_end_offset(rk, topic, t.partitions[i].id,
-                                               std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                   deadline - std::chrono::steady_clock::now()));
+                        (void)list_end_offset(rk, topic, t.partitions[i].id,
+                                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  deadline - std::chrono::steady_clock::now()));
                     return t.partition_cnt;
                 }
             }
         }
         if (std::chrono::steady_clock::now() >= deadline)
-            throw kafka_error("wait for topic " + topic + " to become available", last);
+            throw error("wait for topic " + topic + " to become available", last);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 }

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// @brief `strata::kafka::kafka_changelog`: a store's changelog in one
+/// @brief `strata::kafka::changelog`: a store's changelog in one
 /// partition of a compacted Kafka topic, written by an idempotent (or
 /// transactional) producer and replayed by a consumer that needs no group.
 
@@ -26,8 +26,8 @@
 
 namespace strata::kafka {
 
-/// @brief Where a `kafka_changelog` writes and how.
-struct kafka_changelog_options {
+/// @brief Where a `kafka::changelog` writes and how.
+struct changelog_options {
     std::string bootstrap_servers{};  ///< e.g. "127.0.0.1:9092"
     std::string topic{};              ///< see changelog_topic_name() and ensure_topic()
     std::int32_t partition = 0;     ///< the partition this store instance owns
@@ -40,12 +40,12 @@ struct kafka_changelog_options {
     /// (`linger.ms`, `batch.size`), `compression.type`, `message.timeout.ms`
     /// (how long a record may wait for a broker before flush() fails), ...
     settings producer_settings{};
-    /// librdkafka settings of the consumers that replay and query offsets.
+    /// librdkafka settings of the consumers that replay and look up offsets.
     settings consumer_settings{};
     /// Bound on reaching the cluster at construction: a wrong address or a
     /// missing topic fails within it.
     std::chrono::milliseconds connect_timeout{10'000};
-    /// Bound on one offset query (end_offset) and on a replay that receives
+    /// Bound on one offset lookup (end_offset) and on a replay that receives
     /// nothing at all for this long.
     std::chrono::milliseconds request_timeout{30'000};
     /// Replay and end_offset() see only committed transactions (and stop at
@@ -57,7 +57,7 @@ struct kafka_changelog_options {
 };
 
 /// @brief The settings strata gives the consumer that replays a changelog
-/// and queries its offsets (`kafka_changelog_options::consumer_settings` go
+/// and looks up its offsets (`changelog_options::consumer_settings` go
 /// on top). Public so that a benchmark's plain librdkafka consumer can read
 /// with exactly the same ones.
 ///
@@ -85,7 +85,7 @@ struct kafka_changelog_options {
 }
 
 namespace detail {
-inline client make_consumer(const kafka_changelog_options& o) {
+inline client make_consumer(const changelog_options& o) {
     conf c(o.client_settings);
     c.set("bootstrap.servers", o.bootstrap_servers);
     c.set(replay_consumer_settings(o.read_committed));
@@ -113,7 +113,7 @@ inline client make_consumer(const kafka_changelog_options& o) {
 ///   a consumer of its own).
 ///
 /// Movable, not copyable; one thread at a time.
-class kafka_changelog {
+class changelog {
 public:
     class replay_range;
 
@@ -122,15 +122,15 @@ public:
     ///         topic or partition does not exist, a setting is invalid
     /// A wrong password or an untrusted broker certificate fails here, with
     /// librdkafka's reason (check_access), not as a timeout.
-    explicit kafka_changelog(kafka_changelog_options o) : kafka_changelog(o, checked_producer(o)) {}
+    explicit changelog(changelog_options o) : changelog(o, checked_producer(o)) {}
 
     /// @brief Writes through a shared producer: with a transactional one, the
     /// records belong to its open transaction (see transaction.hpp) and the
     /// options' producer settings are not used.
-    kafka_changelog(kafka_changelog_options o, std::shared_ptr<producer> p)
+    changelog(changelog_options o, std::shared_ptr<producer> p)
         : opts_(std::move(o)), producer_(std::move(p)), tracker_(&producer_->new_tracker()),
           reader_(std::make_unique<reader>(detail::make_consumer(opts_))) {
-        if (opts_.partition < 0) throw usage_error("strata::kafka_changelog: negative partition");
+        if (opts_.partition < 0) throw usage_error("strata::kafka::changelog: negative partition");
         const std::int32_t count =
             probe_topic(producer_->get(), opts_.bootstrap_servers, opts_.topic, opts_.connect_timeout);
         if (opts_.partition >= count)
@@ -140,11 +140,11 @@ public:
         durable_end_ = end_offset();
     }
 
-    kafka_changelog(kafka_changelog&&) noexcept = default;
-    kafka_changelog& operator=(kafka_changelog&&) noexcept = default;
+    changelog(changelog&&) noexcept = default;
+    changelog& operator=(changelog&&) noexcept = default;
 
 private:
-    static std::shared_ptr<producer> checked_producer(const kafka_changelog_options& o) {
+    static std::shared_ptr<producer> checked_producer(const changelog_options& o) {
         settings s = o.producer_settings;
         for (const auto& [name, value] : o.client_settings) s.try_emplace(name, value);
         check_access(o.bootstrap_servers, s, o.connect_timeout);
@@ -184,7 +184,7 @@ public:
     /// @throws changelog_error the broker did not answer within request_timeout
     [[nodiscard]] offset_t end_offset() const {
         const std::int64_t hi =
-            query_end_offset(reader_->consumer.get(), opts_.topic, opts_.partition, opts_.request_timeout);
+            list_end_offset(reader_->consumer.get(), opts_.topic, opts_.partition, opts_.request_timeout);
         return hi < 0 ? 0 : static_cast<offset_t>(hi);
     }
 
@@ -193,7 +193,7 @@ public:
 
     [[nodiscard]] const std::string& topic() const noexcept { return opts_.topic; }
     [[nodiscard]] std::int32_t partition() const noexcept { return opts_.partition; }
-    [[nodiscard]] const kafka_changelog_options& options() const noexcept { return opts_; }
+    [[nodiscard]] const changelog_options& options() const noexcept { return opts_; }
     /// @brief Records appended by this object.
     [[nodiscard]] std::uint64_t appended() const noexcept { return appended_; }
     /// @brief Records of this object the broker acknowledged so far.
@@ -207,16 +207,16 @@ private:
 
     void throw_if_failed() const {
         if (!tracker_->has_failed()) return;
-        throw kafka_error(std::to_string(tracker_->failed) + " record(s) to " + where() +
-                              " were not acknowledged; nothing appended to this changelog is reported "
-                              "durable any more (rebuild the store from a new changelog)",
-                          tracker_->first_error, tracker_->first_error_text);
+        throw error(std::to_string(tracker_->failed) + " record(s) to " + where() +
+                        " were not acknowledged; nothing appended to this changelog is reported "
+                        "durable any more (rebuild the store from a new changelog)",
+                    tracker_->first_error, tracker_->first_error_text);
     }
 
-    kafka_changelog_options opts_;
+    changelog_options opts_;
     std::shared_ptr<producer> producer_;
     delivery_tracker* tracker_;
-    /// The consumer of offset queries and replays, with the configured
+    /// The consumer of offset lookups and replays, with the configured
     /// isolation level. On the heap: a replay points to it, and the changelog
     /// may move.
     struct reader {
@@ -241,7 +241,7 @@ private:
 /// librdkafka has fetched already, as one span. A restore uses that to look
 /// ahead (see restore_from) and to pay strata's per-record handling once per
 /// batch. Read a range one way or the other, not both.
-class kafka_changelog::replay_range {
+class changelog::replay_range {
 public:
     class iterator {
     public:
@@ -266,10 +266,10 @@ public:
         replay_range* r_ = nullptr;
     };
 
-    replay_range(const kafka_changelog_options& o, reader& r, offset_t from)
+    replay_range(const changelog_options& o, reader& r, offset_t from)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]") {
-        const partition_bounds b = query_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
+        const partition_bounds b = list_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
         end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
         start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
         if (from >= end_) {
@@ -278,7 +278,7 @@ public:
         }
         topic_.reset(rd_kafka_topic_new(consumer_.get(), o.topic.c_str(), nullptr));
         if (rd_kafka_consume_start(topic_.get(), partition_, static_cast<std::int64_t>(from)) != 0)
-            throw kafka_error("start reading " + where_, rd_kafka_last_error());
+            throw error("start reading " + where_, rd_kafka_last_error());
         started_ = true;
         const std::size_t n = o.replay_batch == 0 ? 1 : o.replay_batch;
         batch_.resize(n);
@@ -305,7 +305,7 @@ public:
     /// @brief The next records, all those fetched already (at least one,
     /// waiting for it if none is); empty at the end. The views are valid
     /// until the next call.
-    /// @throws kafka_error reading failed, or nothing arrived for `request_timeout`
+    /// @throws kafka::error reading failed, or nothing arrived for `request_timeout`
     [[nodiscard]] std::span<const record_view> next_batch() {
         primed_ = true;
         if (!fill()) return {};
@@ -340,11 +340,11 @@ private:
         release_batch();
         if (done_) return false;
         if (deferred_error_ != RD_KAFKA_RESP_ERR_NO_ERROR)
-            throw kafka_error("read " + where_, deferred_error_, deferred_error_text_);
+            throw error("read " + where_, deferred_error_, deferred_error_text_);
         auto idle_since = std::chrono::steady_clock::now();
         while (taken_.empty()) {
             const ssize_t n = rd_kafka_consume_batch(topic_.get(), partition_, 0, batch_.data(), batch_.size());
-            if (n < 0) throw kafka_error("read " + where_, rd_kafka_last_error());
+            if (n < 0) throw error("read " + where_, rd_kafka_last_error());
             if (n > 0) {
                 // Owned at once (the capacity is reserved: nothing throws before).
                 for (ssize_t i = 0; i < n; ++i) taken_.emplace_back(batch_[static_cast<std::size_t>(i)]);
@@ -355,12 +355,12 @@ private:
                 break;
             }
             if (const auto err = rd_kafka_last_error(); err != RD_KAFKA_RESP_ERR__TIMED_OUT)
-                throw kafka_error("read " + where_, err);
+                throw error("read " + where_, err);
             if (std::chrono::steady_clock::now() - idle_since > idle_timeout_)
-                throw kafka_error("replay " + where_ + ": nothing received for " +
-                                      std::to_string(idle_timeout_.count()) + " ms before offset " +
-                                      std::to_string(end_),
-                                  RD_KAFKA_RESP_ERR__TIMED_OUT);
+                throw error("replay " + where_ + ": nothing received for " +
+                                std::to_string(idle_timeout_.count()) + " ms before offset " +
+                                std::to_string(end_),
+                            RD_KAFKA_RESP_ERR__TIMED_OUT);
         }
         for (const unique_message& owned : taken_) {
             const rd_kafka_message_t* m = owned.get();
@@ -377,7 +377,7 @@ private:
                     deferred_error_text_ = rd_kafka_message_errstr(m);
                     break;
                 }
-                throw kafka_error("read " + where_, m->err, rd_kafka_message_errstr(m));
+                throw error("read " + where_, m->err, rd_kafka_message_errstr(m));
             }
             if (m->offset < 0 || static_cast<offset_t>(m->offset) >= end_) {
                 done_ = true;
@@ -399,7 +399,7 @@ private:
     /// connected already), else a new one of the replay's own.
     class consumer_lease {
     public:
-        consumer_lease(reader& r, const kafka_changelog_options& o) {
+        consumer_lease(reader& r, const changelog_options& o) {
             if (!r.replay_open) {
                 r.replay_open = true;
                 shared_ = &r;
@@ -437,11 +437,11 @@ private:
     std::size_t next_ = 0;                    // the iterator's record in views_
 };
 
-inline kafka_changelog::replay_range kafka_changelog::replay(offset_t from) const {
-    if (!reader_) throw usage_error("strata::kafka_changelog: replay of a moved-from changelog");
+inline changelog::replay_range changelog::replay(offset_t from) const {
+    if (!reader_) throw usage_error("strata::kafka::changelog: replay of a moved-from changelog");
     return replay_range(opts_, *reader_, from);  // guaranteed copy elision: never moved
 }
 
-static_assert(changelog<kafka_changelog>);
+static_assert(strata::changelog<changelog>);
 
 }  // namespace strata::kafka

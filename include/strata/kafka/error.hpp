@@ -17,12 +17,12 @@ namespace strata::kafka {
 
 /// @brief A `changelog_error` raised by librdkafka, keeping its error code so
 /// that callers can tell, say, a fenced producer from a broker that went away.
-class kafka_error : public changelog_error {
+class error : public strata::changelog_error {
 public:
     /// @param what what strata was doing, e.g. "create topic app-s-changelog"
     /// @param code librdkafka's error code
     /// @param detail librdkafka's error string, when it gave a more specific one
-    kafka_error(std::string_view what, rd_kafka_resp_err_t code, std::string_view detail = {})
+    error(std::string_view what, rd_kafka_resp_err_t code, std::string_view detail = {})
         : changelog_error(format(what, code, detail)), code_(code) {}
 
     [[nodiscard]] rd_kafka_resp_err_t code() const noexcept { return code_; }
@@ -41,9 +41,9 @@ private:
     rd_kafka_resp_err_t code_;
 };
 
-/// @brief Throws `kafka_error` unless `code` is NO_ERROR.
+/// @brief Throws `kafka::error` unless `code` is NO_ERROR.
 inline void check(rd_kafka_resp_err_t code, std::string_view what) {
-    if (code != RD_KAFKA_RESP_ERR_NO_ERROR) throw kafka_error(what, code);
+    if (code != RD_KAFKA_RESP_ERR_NO_ERROR) throw error(what, code);
 }
 
 /// @brief Whether a request to a group coordinator failed because there was
@@ -71,11 +71,11 @@ struct destroy_with {
 using unique_error = std::unique_ptr<rd_kafka_error_t, detail::destroy_with<&rd_kafka_error_destroy>>;
 
 /// @brief Takes ownership of an `rd_kafka_error_t` and throws it as
-/// `kafka_error`; does nothing for null.
+/// `kafka::error`; does nothing for null.
 inline void check(rd_kafka_error_t* err, std::string_view what) {
     const unique_error owned(err);
     if (!owned) return;
-    throw kafka_error(what, rd_kafka_error_code(err), rd_kafka_error_string(err));
+    throw error(what, rd_kafka_error_code(err), rd_kafka_error_string(err));
 }
 
 }  // namespace strata::kafka

@@ -193,9 +193,9 @@ inline rd_kafka_resp_err_t list_offset(rd_kafka_t* rk, const std::string& topic,
 /// died, or, on a cluster, a broker whose metadata does not list the new
 /// topic's partitions yet) are retried until `timeout`, which bounds the
 /// whole call.
-/// @throws kafka_error any other error, or still failing at the deadline
-inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                     std::chrono::milliseconds timeout) {
+/// @throws kafka::error any other error, or still failing at the deadline
+inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                    std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const auto left = [&] {
         return timeout_ms(
@@ -220,7 +220,7 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
                                err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
                                err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
         if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
-            throw kafka_error("query the end offset of " + topic + "[" + std::to_string(partition) + "]", err);
+            throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         // librdkafka 2.0 asks the leader it has cached again and again: after
         // a broker died, only a metadata request tells it the new one.
@@ -229,10 +229,10 @@ inline partition_bounds query_bounds(rd_kafka_t* rk, const std::string& topic, s
     }
 }
 
-/// @brief The end of a partition (see query_bounds).
-inline std::int64_t query_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                     std::chrono::milliseconds timeout) {
-    return query_bounds(rk, topic, partition, timeout).end;
+/// @brief The end of a partition (see list_bounds).
+inline std::int64_t list_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                    std::chrono::milliseconds timeout) {
+    return list_bounds(rk, topic, partition, timeout).end;
 }
 
 /// @brief Checks that a broker at `bootstrap` answers within `timeout` and
@@ -255,10 +255,10 @@ inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std:
         const rd_kafka_resp_err_t err =
             rd_kafka_metadata(rk, 0, rkt.get(), &md, timeout_ms(std::max(left, std::chrono::milliseconds(1))));
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-            throw kafka_error("no answer from the Kafka cluster at '" + std::string(bootstrap) + "' within " +
-                                  std::to_string(timeout.count()) +
-                                  " ms (wrong bootstrap.servers, or the broker is down?)",
-                              err);
+            throw error("no answer from the Kafka cluster at '" + std::string(bootstrap) + "' within " +
+                            std::to_string(timeout.count()) +
+                            " ms (wrong bootstrap.servers, or the broker is down?)",
+                        err);
         const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
         const rd_kafka_resp_err_t topic_err =
             md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
@@ -266,9 +266,9 @@ inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std:
         const bool may_appear = topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
                                 topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE;
         if (!may_appear || clock::now() + std::chrono::milliseconds(100) >= unknown_until)
-            throw kafka_error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
-                                  "' (create it first, e.g. with strata::kafka::ensure_topic)",
-                              topic_err);
+            throw error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
+                            "' (create it first, e.g. with strata::kafka::ensure_topic)",
+                        topic_err);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
 }
@@ -278,7 +278,7 @@ inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std:
 /// or a broker certificate no trusted CA signed fails here at once, with
 /// librdkafka's words, instead of as a timeout (librdkafka retries such a
 /// connection for ever, and says why only in its log).
-/// @throws kafka_error RD_KAFKA_RESP_ERR__AUTHENTICATION or __SSL, at the
+/// @throws kafka::error RD_KAFKA_RESP_ERR__AUTHENTICATION or __SSL, at the
 ///         first such failure; __TIMED_OUT when no broker answered within `timeout`
 inline void check_access(const std::string& bootstrap, const settings& s, std::chrono::milliseconds timeout) {
     struct seen {
@@ -310,16 +310,16 @@ inline void check_access(const std::string& bootstrap, const settings& s, std::c
         rd_kafka_poll(k.get(), 0);  // serves the error callback
         const std::lock_guard lock(last.m);
         if (last.err == RD_KAFKA_RESP_ERR__AUTHENTICATION || last.err == RD_KAFKA_RESP_ERR__SSL)
-            throw kafka_error("connect to the Kafka cluster at '" + bootstrap + "'", last.err,
-                              last.err == RD_KAFKA_RESP_ERR__AUTHENTICATION
-                                  ? last.reason + " (check sasl.mechanisms, sasl.username and sasl.password)"
-                                  : last.reason + " (check ssl.ca.location: the broker's certificate must be signed by a "
-                                                  "CA it names, for the address asked for)");
+            throw error("connect to the Kafka cluster at '" + bootstrap + "'", last.err,
+                        last.err == RD_KAFKA_RESP_ERR__AUTHENTICATION
+                            ? last.reason + " (check sasl.mechanisms, sasl.username and sasl.password)"
+                            : last.reason + " (check ssl.ca.location: the broker's certificate must be signed by a "
+                                            "CA it names, for the address asked for)");
         if (clock::now() >= until)
-            throw kafka_error("no answer from the Kafka cluster at '" + bootstrap + "' within " +
-                                  std::to_string(timeout.count()) + " ms" +
-                                  (last.reason.empty() ? "" : " (last error: " + last.reason + ")"),
-                              RD_KAFKA_RESP_ERR__TIMED_OUT);
+            throw error("no answer from the Kafka cluster at '" + bootstrap + "' within " +
+                            std::to_string(timeout.count()) + " ms" +
+                            (last.reason.empty() ? "" : " (last error: " + last.reason + ")"),
+                        RD_KAFKA_RESP_ERR__TIMED_OUT);
     }
 }
 

@@ -53,7 +53,7 @@ struct producer_options {
     /// is always on: a retried batch must never be written twice.
     settings extra{};
     /// Asked before each record is enqueued (on the producing thread): false
-    /// refuses the record with a kafka_error (RD_KAFKA_RESP_ERR__STATE) that
+    /// refuses the record with a kafka::error (RD_KAFKA_RESP_ERR__STATE) that
     /// says `refusal`. The runtime's at-least-once lease sits here, so that
     /// a process paused in the middle of its work enqueues nothing when it
     /// wakes up after its lease ran out.
@@ -95,7 +95,7 @@ public:
     /// `value` std::nullopt is a tombstone (a null value), while an empty
     /// value stays an empty, non-null value. Waits while
     /// librdkafka's queue is full.
-    /// @throws kafka_error the producer refused the record (fatal error, unknown partition)
+    /// @throws kafka::error the producer refused the record (fatal error, unknown partition)
     void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
                  delivery_tracker& tracker) {
         static constexpr char empty = 0;  // a non-null pointer for an empty key or value
@@ -114,9 +114,9 @@ public:
             }
             const rd_kafka_resp_err_t err = rd_kafka_last_error();
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
-                                      std::to_string(partition) + "]",
-                                  err, refusal_text(err, key.size(), v_len));
+                throw error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
+                                std::to_string(partition) + "]",
+                            err, refusal_text(err, key.size(), v_len));
             rd_kafka_poll(client_.get(), 10);  // serve delivery reports to make room
         }
     }
@@ -161,9 +161,9 @@ public:
                 return;
             }
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
-                                      std::to_string(partition) + "]",
-                                  err, refusal_text(err, k_len, v_len));
+                throw error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
+                                std::to_string(partition) + "]",
+                            err, refusal_text(err, k_len, v_len));
             rd_kafka_poll(client_.get(), 10);
         }
     }
@@ -193,9 +193,9 @@ public:
 private:
     void check_permit(rd_kafka_topic_t* topic, std::int32_t partition) const {
         if (may_write_ && !may_write_())
-            throw kafka_error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" + std::to_string(partition) +
-                                  "]",
-                              RD_KAFKA_RESP_ERR__STATE, refusal_);
+            throw error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" + std::to_string(partition) +
+                            "]",
+                        RD_KAFKA_RESP_ERR__STATE, refusal_);
     }
 
     /// Why the producer refused a record: the fatal error behind a fatal

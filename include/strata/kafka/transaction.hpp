@@ -9,7 +9,7 @@
 /// The loop of a task:
 ///
 ///     exactly_once eos({bootstrap, "app-task-0"});   // fences a predecessor
-///     kafka_changelog log(log_options, eos.shared_producer());
+///     kafka::changelog log(log_options, eos.shared_producer());
 ///     auto store = my_store | logged(log) | cached();
 ///     store.restore();                                 // committed state only
 ///     eos.begin();
@@ -60,7 +60,7 @@ public:
         check(rd_kafka_init_transactions(producer_->get(), timeout_ms(timeout_)), "initialize transactions");
     }
 
-    /// @brief The producer to give every `kafka_changelog` of the task.
+    /// @brief The producer to give every `kafka::changelog` of the task.
     [[nodiscard]] std::shared_ptr<producer> shared_producer() const noexcept { return producer_; }
 
     /// @brief Opens a transaction unless one is open. Changelog appends and
@@ -114,7 +114,7 @@ public:
     /// `timeout` has passed; then, or at once when librdkafka says the
     /// transaction must be aborted, it is aborted. Either way the producer
     /// can begin the next transaction, unless it failed for good.
-    /// @throws kafka_error the transaction was aborted, or could not be
+    /// @throws kafka::error the transaction was aborted, or could not be
     ///         (fatal, fenced, or the abort itself did not end in time:
     ///         the producer must be rebuilt)
     void commit(const rd_kafka_topic_partition_list_t* offsets, const rd_kafka_consumer_group_metadata_t* group) {
@@ -132,7 +132,7 @@ public:
 
     /// @brief Aborts the open transaction: nothing written in it becomes
     /// visible. Asked again while librdkafka says it may be, for up to the timeout.
-    /// @throws kafka_error the abort failed: the producer must be rebuilt
+    /// @throws kafka::error the abort failed: the producer must be rebuilt
     void abort() {
         if (!open_) return;
         abort_within(clock::now() + timeout_);
@@ -190,14 +190,14 @@ private:
         if (rd_kafka_error_is_fatal(err.get()) != 0) {
             open_ = false;
             broken_ = true;  // fatal or fenced
-            throw kafka_error(what, code, message);
+            throw error(what, code, message);
         }
         try {
             abort_within(clock::now() + timeout_);
-        } catch (const kafka_error& a) {
-            throw kafka_error(what, code, message + "; then " + a.what());
+        } catch (const error& a) {
+            throw error(what, code, message + "; then " + a.what());
         }
-        throw kafka_error(what, code, message + " (transaction aborted)");
+        throw error(what, code, message + " (transaction aborted)");
     }
 
     void abort_within(clock::time_point deadline) {
@@ -206,7 +206,7 @@ private:
         open_ = false;
         if (!err) return;
         broken_ = true;  // a commit may still be under way (_STATE), or the producer failed
-        throw kafka_error("abort the transaction", rd_kafka_error_code(err.get()), rd_kafka_error_string(err.get()));
+        throw error("abort the transaction", rd_kafka_error_code(err.get()), rd_kafka_error_string(err.get()));
     }
 
     std::chrono::milliseconds timeout_;

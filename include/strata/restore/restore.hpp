@@ -43,7 +43,7 @@ template <class S>
 concept has_end_restore_batch = requires(S& s) { s.end_restore_batch(); };
 /// A replay that hands over what it has read already as one span of
 /// records, valid until the next call, empty at the end
-/// (file_log's and kafka_changelog's): a restore can then look ahead.
+/// (file_log's and kafka::changelog's): a restore can then look ahead.
 template <class R>
 concept has_next_batch = requires(R& r) {
     { r.next_batch() } -> std::convertible_to<std::span<const record_view>>;
@@ -81,8 +81,8 @@ struct null_restore_listener {
 
 /// @brief Options of one restore.
 struct restore_options {
-    offset_t from = 0;                  ///< first offset to read
-    std::uint64_t batch_records = 10'000;  ///< records between two progress reports
+    offset_t from = 0;                      ///< first offset to read
+    std::uint64_t progress_every = 10'000;  ///< records between two progress reports
 };
 
 /// @brief Replays `log` from `opts.from` up to the end offset taken at the
@@ -101,7 +101,7 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
     restore_progress p;
     p.store = store.name();
     p.from = opts.from;
-    // A replay that took the end offset itself (kafka_changelog's asks the
+    // A replay that took the end offset itself (kafka::changelog's asks the
     // broker) says where it ends: the same question is not asked twice.
     auto&& records = log.replay(p.from);
     if constexpr (detail::has_replay_end<decltype(records)>) p.to = records.end_offset();
@@ -121,7 +121,7 @@ restore_progress restore_from(Store& store, Log& log, const Codec& codec,
             }
             ++p.records_done;
             p.position = r.offset + 1;
-            if (++since_report == opts.batch_records) {
+            if (++since_report == opts.progress_every) {
                 if constexpr (detail::has_end_restore_batch<Store>) store.end_restore_batch();
                 listener.on_batch_restored(p);
                 since_report = 0;

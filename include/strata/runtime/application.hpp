@@ -5,7 +5,7 @@
 /// each partition with its own stores, rebuilt from their changelogs on
 /// whichever instance the partition moves to.
 ///
-///     strata::runtime::application_config c;
+///     strata::runtime::application_options c;
 ///     c.application_id = "totals";
 ///     c.bootstrap_servers = "127.0.0.1:9092";
 ///     c.input_topics = {"payments"};
@@ -28,7 +28,8 @@
 #include <strata/core/concepts.hpp>
 #include <strata/metrics/histogram.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
+#include <strata/runtime/error.hpp>
 #include <strata/runtime/instance.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/metadata.hpp>
@@ -103,7 +104,7 @@ public:
                   "one) or a std::tuple of them");
 
     typed_task(std::int32_t partition, const Factory& factory, Processor processor, output& out,
-               const application_config& config, metrics::registry& reg)
+               const application_options& config, metrics::registry& reg)
         : task(partition), factory_(&factory), processor_(std::move(processor)), out_(&out), config_(&config),
           ctx_(partition, std::to_string(partition), out) {
         const metrics::labels l{{"task", id()}};
@@ -204,7 +205,7 @@ private:
     const Factory* factory_;
     Processor processor_;
     output* out_;
-    const application_config* config_;
+    const application_options* config_;
     std::optional<stores_type> state_;  // what the factory returned; the ports point into it
     processor_context<stores_type> ctx_;
     metrics::counter* processed_;
@@ -226,7 +227,7 @@ class application {
     using stores_type = typename task_type::stores_type;
 
 public:
-    application(application_config config, Factory factory, Processor processor,
+    application(application_options config, Factory factory, Processor processor,
                 metrics::registry* reg = nullptr)
         : factory_(std::move(factory)), processor_(std::move(processor)),
           owned_registry_(reg == nullptr ? std::make_unique<metrics::registry>() : nullptr),
@@ -234,7 +235,7 @@ public:
           instance_(std::move(config),
                     [this](std::int32_t p, output& out) -> std::shared_ptr<task> {
                         return std::make_shared<detail::typed_task<K, V, Factory, Processor>>(
-                            p, factory_, processor_, out, instance_.config(), *registry_);
+                            p, factory_, processor_, out, instance_.options(), *registry_);
                     },
                     *registry_) {}
 
@@ -255,7 +256,7 @@ public:
     void on_takeover(std::function<void(const task&)> fn) { instance_.on_takeover(std::move(fn)); }
 
     [[nodiscard]] metrics::registry& metrics() noexcept { return *registry_; }
-    [[nodiscard]] const application_config& config() const noexcept { return instance_.config(); }
+    [[nodiscard]] const application_options& options() const noexcept { return instance_.options(); }
 
     /// @brief The type of store I of a task (what the factory returned, or
     /// element I of the std::tuple it returned).
@@ -313,7 +314,7 @@ private:
 ///   `init(processor_context<Stores>&)` runs when the task starts
 ///   (the place to schedule punctuations).
 template <class K, class V, class Factory, class Processor>
-auto make_application(application_config config, Factory factory, Processor processor,
+auto make_application(application_options config, Factory factory, Processor processor,
                       metrics::registry* reg = nullptr) {
     static_assert(serializable<K> || std::is_same_v<K, std::string> || std::is_same_v<K, byte_buffer>,
                   "strata::runtime: no serde for the input key type K");

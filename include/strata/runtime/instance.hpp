@@ -30,7 +30,7 @@
 
 #include <strata/kafka/handles.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
@@ -38,6 +38,7 @@
 #include <strata/runtime/detail/task_lifecycle.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/detail/topics.hpp>
+#include <strata/runtime/error.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
@@ -66,7 +67,7 @@ namespace strata::runtime {
 class instance {
 public:
     /// @param reg the registry metrics go to (it must outlive the instance)
-    instance(application_config config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
+    instance(application_options config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
         : config_(std::move(config)), registry_(&reg), on_restore_(std::move(on_restore)),
           lifecycle_(config_, std::move(make), reg) {
         config_.validate();
@@ -98,7 +99,7 @@ public:
     /// group's membership change (wall-clock ms), before it decides.
     void on_rebalance_noticed(std::function<void(std::int64_t)> fn) { rebalance_log_ = std::move(fn); }
 
-    [[nodiscard]] const application_config& config() const noexcept { return config_; }
+    [[nodiscard]] const application_options& options() const noexcept { return config_; }
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *registry_; }
 
     /// @brief This instance's tasks and the application's metadata, as
@@ -426,7 +427,7 @@ private:
         return registry_->counter_for(name, help, {{"instance", config_.instance_id}});
     }
 
-    application_config config_;
+    application_options config_;
     metrics::registry* registry_;
     restore_callback on_restore_;
     detail::task_lifecycle lifecycle_;  // builds, restores, starts and closes the tasks

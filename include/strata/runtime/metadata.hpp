@@ -6,7 +6,7 @@
 /// Each instance builds it from the coordination topic (coordination.hpp):
 /// the leader's newest assignment says which instance runs each partition
 /// and which keep standbys; each instance's newest status gives its endpoint
-/// (`application_config::endpoint`) and how far behind its standbys are.
+/// (`application_options::endpoint`) and how far behind its standbys are.
 /// Nothing new travels for it: the instances already publish both to agree
 /// on who runs what, and every instance already reads the topic to its end.
 ///

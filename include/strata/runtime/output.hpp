@@ -49,13 +49,13 @@ public:
     }
 
     /// @brief Waits until the broker acknowledged every record sent.
-    /// @throws kafka_error a record was not acknowledged (after librdkafka's
+    /// @throws kafka::error a record was not acknowledged (after librdkafka's
     ///         retries, within `message.timeout.ms`)
     void flush() {
         producer_->wait(*tracker_);
         if (tracker_->has_failed())
-            throw kafka::kafka_error(std::to_string(tracker_->failed) + " output record(s) were not acknowledged",
-                                     tracker_->first_error, tracker_->first_error_text);
+            throw kafka::error(std::to_string(tracker_->failed) + " output record(s) were not acknowledged",
+                               tracker_->first_error, tracker_->first_error_text);
     }
 
     /// @brief Counts from here, forgetting records that failed: their work
@@ -86,11 +86,11 @@ private:
         // Java's partitioner for keyed records; a null key cannot occur here.
         if (rd_kafka_topic_conf_set(tc.get(), "partitioner", "murmur2_random", err.data(), err.size()) !=
             RD_KAFKA_CONF_OK)
-            throw kafka::kafka_error("configure the partitioner of " + std::string(topic), RD_KAFKA_RESP_ERR__INVALID_ARG,
-                                     err.data());
+            throw kafka::error("configure the partitioner of " + std::string(topic), RD_KAFKA_RESP_ERR__INVALID_ARG,
+                               err.data());
         // The topic handle owns the configuration once it exists.
         kafka::unique_topic t(rd_kafka_topic_new(producer_->get(), std::string(topic).c_str(), tc.get()));
-        if (!t) throw kafka::kafka_error("open output topic " + std::string(topic), rd_kafka_last_error());
+        if (!t) throw kafka::error("open output topic " + std::string(topic), rd_kafka_last_error());
         (void)tc.release();
         return topics_.emplace(std::string(topic), std::move(t)).first->second.get();
     }

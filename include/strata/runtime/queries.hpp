@@ -73,7 +73,7 @@ struct read_options {
     /// Only the active copy knows its input position: a standby never
     /// answers a query with a position.
     std::int64_t min_position = -1;
-    std::size_t position_topic = 0;  ///< index into application_config::input_topics
+    std::size_t position_topic = 0;  ///< index into application_options::input_topics
     std::chrono::milliseconds position_wait{2'000};
 };
 

@@ -30,7 +30,7 @@ public:
     /// @throws error the folder cannot be created or locked
     state_directory(const std::filesystem::path& root, const std::string& application_id)
         : dir_(root / application_id) {
-        if (root.empty()) throw usage_error("strata::runtime: application_config::state_dir is empty");
+        if (root.empty()) throw usage_error("strata::runtime: application_options::state_dir is empty");
         std::error_code ec;
         std::filesystem::create_directories(dir_, ec);
         if (ec) throw error("strata::runtime: cannot create the state directory " + dir_.string() + ": " + ec.message());

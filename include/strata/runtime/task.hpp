@@ -12,6 +12,7 @@
 #include <strata/kafka/changelog.hpp>
 #include <strata/metrics/gauge.hpp>
 #include <strata/runtime/detail/handoff.hpp>
+#include <strata/runtime/error.hpp>
 #include <strata/runtime/task_state.hpp>
 
 #include <atomic>
@@ -56,25 +57,6 @@ struct takeover_timeline {
     std::uint64_t records_restored = 0;   ///< changelog records the restore applied, over all stores
 };
 
-/// @brief An error in the processor, with the coordinates of the record it
-/// was processing. The original exception is nested.
-class processing_error : public error {
-public:
-    processing_error(const std::string& task, std::string_view topic, std::int32_t partition, std::int64_t offset,
-                     std::string_view what)
-        : error("strata::runtime: task " + task + " failed on the record at " + std::string(topic) + "[" +
-                std::to_string(partition) + "]@" + std::to_string(offset) + ": " + std::string(what)) {}
-};
-
-/// @brief An input record whose key or value does not decode, under
-/// `bad_record_action::fail`.
-class bad_record_error : public error {
-public:
-    bad_record_error(std::string_view topic, std::int32_t partition, std::int64_t offset, std::string_view what)
-        : error("strata::runtime: cannot decode the input record at " + std::string(topic) + "[" +
-                std::to_string(partition) + "]@" + std::to_string(offset) + ": " + std::string(what)) {}
-};
-
 /// @brief One store of a task, as the runtime handles it whatever its type:
 /// restore it record by record, flush it, checkpoint it, close it.
 class store_port {
@@ -83,7 +65,7 @@ public:
     [[nodiscard]] virtual std::string_view name() const = 0;
     /// The store's Kafka changelog, or null for a store without a logged layer
     /// (it is then local only: not restored, not fault tolerant).
-    [[nodiscard]] virtual kafka::kafka_changelog* changelog() = 0;
+    [[nodiscard]] virtual kafka::changelog* changelog() = 0;
     [[nodiscard]] virtual bool persistent() const = 0;
     /// Re-creates the unit of state that a changelog record carries.
     virtual void restore(const record_view& r) = 0;
@@ -115,10 +97,10 @@ public:
 
     [[nodiscard]] std::string_view name() const override { return s_->name(); }
 
-    [[nodiscard]] kafka::kafka_changelog* changelog() override {
+    [[nodiscard]] kafka::changelog* changelog() override {
         if constexpr (logged) {
             auto& log = layer<logged_store>(*s_).changelog();
-            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(log)>, kafka::kafka_changelog>) return &log;
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(log)>, kafka::changelog>) return &log;
             else return nullptr;
         } else {
             return nullptr;
@@ -255,7 +237,7 @@ public:
     void commit_self_checkpointing_stores() {
         const std::lock_guard lock(mutex_);
         for (auto& s : stores_)
-            if (kafka::kafka_changelog* log = s->changelog(); log != nullptr && s->commits_itself())
+            if (kafka::changelog* log = s->changelog(); log != nullptr && s->commits_itself())
                 s->save_checkpoint(log->flush());
     }
     /// Whether local data may run ahead of what a transaction committed:

@@ -17,7 +17,7 @@
 #include <strata/kafka/changelog.hpp>
 #include <strata/kafka/producer.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -31,7 +31,7 @@ namespace strata::runtime {
 
 /// @brief What the instance lends every task_context.
 struct task_environment {
-    const application_config* config = nullptr;
+    const application_options* options = nullptr;
     std::shared_ptr<kafka::producer> producer;  ///< the instance's producer (transactional under exactly-once)
     metrics::registry* registry = nullptr;
     /// Makes sure the changelog topic of a store exists (one partition per
@@ -57,14 +57,14 @@ public:
     /// The runtime empties it when no checkpoint vouches for its contents.
     [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
     [[nodiscard]] metrics::registry& metrics() const noexcept { return *env_->registry; }
-    [[nodiscard]] const application_config& config() const noexcept { return *env_->config; }
+    [[nodiscard]] const application_options& options() const noexcept { return *env_->options; }
 
     /// @brief The changelog of store `store` for this task: its partition of
     /// `<application id>-<store>-changelog` (created when missing), written
     /// by the instance's producer, read committed.
-    [[nodiscard]] kafka::kafka_changelog changelog(std::string_view store) const {
-        const application_config& c = *env_->config;
-        kafka::kafka_changelog_options o;
+    [[nodiscard]] kafka::changelog changelog(std::string_view store) const {
+        const application_options& c = *env_->options;
+        kafka::changelog_options o;
         o.bootstrap_servers = c.bootstrap_servers;
         o.topic = env_->ensure_changelog(store);
         o.partition = partition_;
@@ -73,7 +73,7 @@ public:
         o.request_timeout = c.broker_timeout;
         o.read_committed = true;
         o.replay_batch = 4096;
-        return kafka::kafka_changelog(std::move(o), env_->producer);
+        return kafka::changelog(std::move(o), env_->producer);
     }
 
     /// @brief Options of the logged layer of a store of this task: the task's
@@ -84,7 +84,7 @@ public:
         logged_options o;
         if (persistent) o.checkpoint = checkpoint_;
         o.partition = partition_;
-        o.checkpoint_on_flush = env_->config->guarantee == processing_guarantee::at_least_once;
+        o.checkpoint_on_flush = env_->options->guarantee == processing_guarantee::at_least_once;
         return o;
     }
 
@@ -121,7 +121,7 @@ public:
 
     template <class S>
     auto wrap(S&& s) const {
-        kafka::kafka_changelog log = t_->changelog(s.name());
+        kafka::changelog log = t_->changelog(s.name());
         logged_options opts = t_->log_options(is_persistent(s));
         if constexpr (std::is_same_v<CodecArg, strata::detail::use_default_codec>)
             return std::forward<S>(s) | strata::logged(std::move(log), std::move(opts));

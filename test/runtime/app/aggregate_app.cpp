@@ -117,7 +117,7 @@ options parse(int argc, char** argv) {
 }
 
 template <bool Cache, class Store>
-auto make_app(const strata::runtime::application_config& c, Store make_store, std::chrono::microseconds delay,
+auto make_app(const strata::runtime::application_options& c, Store make_store, std::chrono::microseconds delay,
               const std::string& output, const std::string& audit) {
     return strata::runtime::make_application<std::string, std::int64_t>(
         c,
@@ -174,7 +174,7 @@ int run(App&& app) {
     stop_app = [&app] { app.stop(); };
     if (stop_before_run != 0) app.stop();  // run() then stops cleanly at once
     std::atomic<bool> done{false};
-    std::thread dumps(serve_metrics_dumps, std::ref(app.metrics()), app.config().instance_id, std::cref(done));
+    std::thread dumps(serve_metrics_dumps, std::ref(app.metrics()), app.options().instance_id, std::cref(done));
     struct join_dumps {
         std::atomic<bool>& done;
         std::thread& t;
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGUSR1, on_metrics_signal);
     const options o = parse(argc, argv);
-    strata::runtime::application_config c;
+    strata::runtime::application_options c;
     c.application_id = o.get("app");
     c.bootstrap_servers = o.get("bootstrap");
     c.input_topics = {o.get("input")};

@@ -48,7 +48,7 @@ struct forward_chain {
 /// connections per instance, and counts what it did.
 class forwarder {
 public:
-    /// @throws std::runtime_error a TLS file that cannot be used
+    /// @throws usage_error a TLS file that cannot be used
     forwarder(std::chrono::milliseconds timeout, std::optional<http::client_tls_options> tls,
               std::chrono::milliseconds hedge_after, metrics::counter& forwarded, metrics::counter& hedged,
               metrics::counter& failed)

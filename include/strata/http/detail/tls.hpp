@@ -4,12 +4,12 @@
 /// later only, a file that cannot be used named in the error, and the
 /// server's context made from its options.
 
+#include <strata/core/error.hpp>
 #include <strata/http/server_options.hpp>
 
 #include <boost/asio/ssl.hpp>
 #include <boost/system/system_error.hpp>
 
-#include <stdexcept>
 #include <string>
 
 namespace strata::http::detail {
@@ -22,18 +22,18 @@ inline void modern_tls_only(boost::asio::ssl::context& ctx) {
 
 /// Runs `use`, a call of the context that reads `file`; its failure becomes
 /// an error that names the file and what it was for.
-/// @throws std::runtime_error the file cannot be read or used
+/// @throws usage_error the file cannot be read or used
 template <class Use>
 void use_tls_file(const std::string& what, const std::string& file, Use&& use) {
     try {
         use();
     } catch (const boost::system::system_error& e) {
-        throw std::runtime_error("strata::http: the TLS " + what + " '" + file + "' cannot be used: " + e.what());
+        throw usage_error("strata::http: the TLS " + what + " '" + file + "' cannot be used: " + e.what());
     }
 }
 
 /// The TLS context of a server's options.
-/// @throws std::runtime_error a file that cannot be read or used, named
+/// @throws usage_error a file that cannot be read or used, named
 inline boost::asio::ssl::context make_server_tls(const tls_options& t) {
     namespace ssl = boost::asio::ssl;
     ssl::context ctx(ssl::context::tls_server);

@@ -49,7 +49,7 @@ public:
             }
             if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
                 if (m->err == RD_KAFKA_RESP_ERR__FATAL || m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-                    throw kafka::kafka_error("read " + topic_, m->err, rd_kafka_message_errstr(m.get()));
+                    throw kafka::error("read " + topic_, m->err, rd_kafka_message_errstr(m.get()));
                 continue;  // transient: librdkafka retries
             }
             const std::string_view key(static_cast<const char*>(m->key), m->key_len);
@@ -118,11 +118,11 @@ public:
     /// @brief Publications the broker acknowledged so far.
     [[nodiscard]] std::uint64_t acknowledged() const noexcept { return tracker_->acked; }
     /// @brief Waits until everything published is acknowledged.
-    /// @throws kafka_error something published did not land
+    /// @throws kafka::error something published did not land
     void flush() {
         producer_.wait(*tracker_);
         if (poll() > 0)
-            throw kafka::kafka_error("publish to " + topic_, tracker_->first_error, tracker_->first_error_text);
+            throw kafka::error("publish to " + topic_, tracker_->first_error, tracker_->first_error_text);
     }
 
 private:

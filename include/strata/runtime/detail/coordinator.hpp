@@ -9,7 +9,7 @@
 /// a live process with the same instance id: see the constructor.
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/coordination.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
 #include <strata/runtime/detail/group_watch.hpp>
@@ -41,7 +41,7 @@ public:
     /// @param tasks the application's number of tasks (input partitions)
     /// @param rebalance_log called when the leader notices the membership change
     /// @throws usage_error naming both processes, for a duplicate instance id
-    coordinator(const application_config& c, const std::string& topic, std::int32_t tasks,
+    coordinator(const application_options& c, const std::string& topic, std::int32_t tasks,
                 const std::function<void(std::int64_t)>& rebalance_log, metrics::registry& reg)
         : c_(&c),
           reader_(c.bootstrap_servers, topic, c.consumer_settings),
@@ -201,7 +201,7 @@ public:
         try {
             writer_.flush();
             return true;
-        } catch (const kafka::kafka_error&) {
+        } catch (const kafka::error&) {
             return false;
         }
     }
@@ -254,13 +254,13 @@ private:
         for (std::size_t r = 0; r < roles_.size(); ++r) roles_[r]->set(r == now ? 1.0 : 0.0);
     }
 
-    [[nodiscard]] static kafka::settings writer_settings(const application_config& c) {
+    [[nodiscard]] static kafka::settings writer_settings(const application_options& c) {
         kafka::settings s = c.producer_settings;
         s.try_emplace("message.timeout.ms", std::to_string(c.broker_timeout.count()));
         return s;
     }
 
-    [[nodiscard]] static leader_options leader_settings(const application_config& c, std::int32_t tasks) {
+    [[nodiscard]] static leader_options leader_settings(const application_options& c, std::int32_t tasks) {
         leader_options o;
         o.instance = c.instance_id;
         o.tasks = tasks;
@@ -270,7 +270,7 @@ private:
         return o;
     }
 
-    const application_config* c_;
+    const application_options* c_;
     coordination_reader reader_;
     coordination_writer writer_;
     group_watch watch_;

@@ -13,7 +13,7 @@
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/group_stats.hpp>
 #include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/takeover.hpp>
@@ -40,7 +40,7 @@ class group_consumer {
 public:
     using clock = std::chrono::steady_clock;
 
-    group_consumer(const application_config& c, const std::string& coordination, leader& l)
+    group_consumer(const application_options& c, const std::string& coordination, leader& l)
         : c_(&c), leader_(&l), consumer_(RD_KAFKA_CONSUMER, conf(c, this)) {
         rd_kafka_poll_set_consumer(consumer_.get());
         // The input topics' leaders, known before any of their partitions is
@@ -193,7 +193,7 @@ public:
         for (const std::int32_t p : inputs) {
             try {
                 unassign_inputs(p);
-            } catch (const kafka::kafka_error&) {
+            } catch (const kafka::error&) {
                 // Leaving goes on: the group forgets this member's partitions anyway.
             }
         }
@@ -223,7 +223,7 @@ public:
     }
 
 private:
-    static kafka::conf conf(const application_config& c, group_consumer* self) {
+    static kafka::conf conf(const application_options& c, group_consumer* self) {
         kafka::conf k;
         k.set("bootstrap.servers", c.bootstrap_servers);
         k.set("group.id", c.application_id);
@@ -302,7 +302,7 @@ private:
             else kafka::check(rd_kafka_assign(rk, nullptr), "give back the revoked partitions");
         } else {
             (void)rd_kafka_assign(rk, nullptr);
-            throw kafka::kafka_error("rebalance", err);
+            throw kafka::error("rebalance", err);
         }
     }
 
@@ -311,20 +311,20 @@ private:
         const char* what = rd_kafka_message_errstr(&m);
         std::array<char, 512> fatal{};
         if (m.err == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(consumer_.get(), fatal.data(), fatal.size()))
-            throw kafka::kafka_error("consume", m.err, fatal[0] ? fatal.data() : what);
+            throw kafka::error("consume", m.err, fatal[0] ? fatal.data() : what);
         const bool away = m.err == RD_KAFKA_RESP_ERR__TRANSPORT || m.err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
                           m.err == RD_KAFKA_RESP_ERR__RESOLVE;
         if (!away) {
             if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
-                throw kafka::kafka_error("consume the input", m.err, what);
+                throw kafka::error("consume the input", m.err, what);
             if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
-                throw kafka::kafka_error("join the group " + c_->application_id +
-                                             ": it is held by members of another protocol (another application, "
-                                             "e.g. Kafka Streams, with the same application id?); strata runs "
-                                             "nothing until it is a member",
-                                         m.err, what);
+                throw kafka::error("join the group " + c_->application_id +
+                                       ": it is held by members of another protocol (another application, "
+                                       "e.g. Kafka Streams, with the same application id?); strata runs "
+                                       "nothing until it is a member",
+                                   m.err, what);
             if (m.err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
-                throw kafka::kafka_error("join the group " + c_->application_id + " (not authorized)", m.err, what);
+                throw kafka::error("join the group " + c_->application_id + " (not authorized)", m.err, what);
             return;  // librdkafka retries the rest itself
         }
         const auto now = clock::now();
@@ -332,12 +332,11 @@ private:
         else if (now - *unreachable_since_ > c_->broker_timeout) throw unreachable(m.err, what);
     }
 
-    kafka::kafka_error unreachable(rd_kafka_resp_err_t err, const char* what) const {
-        return kafka::kafka_error("no broker reachable for " + std::to_string(c_->broker_timeout.count()) + " ms", err,
-                                  what);
+    kafka::error unreachable(rd_kafka_resp_err_t err, const char* what) const {
+        return kafka::error("no broker reachable for " + std::to_string(c_->broker_timeout.count()) + " ms", err, what);
     }
 
-    const application_config* c_;
+    const application_options* c_;
     leader* leader_;
     kafka::client consumer_;
     std::exception_ptr failure_;

@@ -104,7 +104,7 @@ public:
     /// of a rebalance lists its members already (a member that left or timed
     /// out is gone from the list when the rebalance starts); waiting for the
     /// rebalance to end would add up to a heartbeat interval to every failover.
-    /// @throws kafka_error the coordinator refused the request for good
+    /// @throws kafka::error the coordinator refused the request for good
     ///         (not authorized to describe the group: the leader could never decide)
     [[nodiscard]] std::optional<std::vector<group_member>> poll() {
         if (!in_flight_) return std::nullopt;
@@ -143,9 +143,9 @@ private:
         last_refusal_ = std::string(rd_kafka_err2name(err)) + ": " + (what == nullptr ? "" : what);
         refused_at_ = clock::now();
         if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
-            throw kafka::kafka_error("describe the group " + group_ +
-                                         " (the leader needs DESCRIBE on it to know the members it decides for)",
-                                     err, what == nullptr ? "" : what);
+            throw kafka::error("describe the group " + group_ +
+                                   " (the leader needs DESCRIBE on it to know the members it decides for)",
+                               err, what == nullptr ? "" : what);
     }
 
     static kafka::client make(const std::string& bootstrap, const kafka::settings& settings) {

@@ -17,7 +17,7 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/lease.hpp>
 
 #include <algorithm>
@@ -41,7 +41,7 @@ public:
 
     /// Starts the producer (and its first transaction, under exactly-once).
     /// `may_write`: under at-least-once, asked before each record (the lease).
-    explicit instance_producer(const application_config& c, std::function<bool()> may_write = {})
+    explicit instance_producer(const application_options& c, std::function<bool()> may_write = {})
         : c_(&c), may_write_(std::move(may_write)) {
         start();
     }
@@ -62,7 +62,7 @@ public:
         return eos_ ? transactional_id_of(*c_) : std::string();
     }
 
-    [[nodiscard]] static std::string transactional_id_of(const application_config& c) {
+    [[nodiscard]] static std::string transactional_id_of(const application_options& c) {
         return c.application_id + "-" + c.instance_id;
     }
 
@@ -84,16 +84,16 @@ public:
 
     /// A new producer takes the transactional id back. Nothing may hold the
     /// old one's transaction any more.
-    /// @throws kafka::kafka_error after more than 10 renewals within a minute:
+    /// @throws kafka::error after more than 10 renewals within a minute:
     ///         another process runs with this instance id, most likely
     void renew(clock::time_point now = clock::now()) {
         std::erase_if(renewals_, [&](clock::time_point t) { return now - t > std::chrono::minutes(1); });
         renewals_.push_back(now);
         if (renewals_.size() > 10)
-            throw kafka::kafka_error("strata::runtime: the producer of " + c_->instance_id +
-                                         " was fenced more than 10 times within a minute: is another process "
-                                         "running with instance id " + c_->instance_id + "?",
-                                     RD_KAFKA_RESP_ERR__FENCED);
+            throw kafka::error("strata::runtime: the producer of " + c_->instance_id +
+                                   " was fenced more than 10 times within a minute: is another process "
+                                   "running with instance id " + c_->instance_id + "?",
+                               RD_KAFKA_RESP_ERR__FENCED);
         eos_.reset();
         producer_.reset();
         start();
@@ -106,16 +106,16 @@ public:
     /// A release whose commit went out waited already; one whose commit was
     /// held (the lease had run out) or not sent did not. Nothing to do under
     /// exactly-once: the transaction was aborted, and fencing stops the rest.
-    /// @throws kafka::kafka_error records still unsettled after four times
+    /// @throws kafka::error records still unsettled after four times
     ///         the message timeout (librdkafka no longer serves its queue)
     void settle() {
         if (eos_) return;
         const auto until = clock::now() + 4 * delivery_timeout_;
         while (rd_kafka_outq_len(producer_->get()) > 0) {
             if (clock::now() >= until)
-                throw kafka::kafka_error("strata::runtime: records of the producer neither landed nor failed within "
-                                         "four times its message timeout",
-                                         RD_KAFKA_RESP_ERR__TIMED_OUT);
+                throw kafka::error("strata::runtime: records of the producer neither landed nor failed within "
+                                   "four times its message timeout",
+                                   RD_KAFKA_RESP_ERR__TIMED_OUT);
             (void)rd_kafka_flush(producer_->get(), 100);
         }
     }
@@ -170,7 +170,7 @@ private:
         }
     }
 
-    const application_config* c_;
+    const application_options* c_;
     std::function<bool()> may_write_;
     std::chrono::milliseconds delivery_timeout_{};  // its message.timeout.ms
     std::optional<kafka::exactly_once> eos_;

@@ -10,7 +10,7 @@
 /// what it lets go of.
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/coordinator.hpp>
 #include <strata/runtime/detail/group_consumer.hpp>
@@ -42,7 +42,7 @@ struct instance_session {
     /// @throws what any part throws on its way up (a broker unreachable, a
     ///         state directory in use, a duplicate instance id, ...); the
     ///         parts built so far go again
-    instance_session(const application_config& c, instance_topics& topics, metrics::registry& reg, hooks h)
+    instance_session(const application_options& c, instance_topics& topics, metrics::registry& reg, hooks h)
         : dir(c.state_dir, c.application_id),
           partitions(topics.check_inputs()),
           coordination(topics.ensure_coordination()),
@@ -55,7 +55,7 @@ struct instance_session {
           committer(committer_settings(c, coordination), commit_port, reg),
           takeover(c, reg),
           restore(std::move(h.build), [this](task& t) { takeover.prepare(t); }, reg, std::move(h.on_restore),
-                  c.restore_batch_records) {
+                  c.restore_slice_records) {
         if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
     }
 
@@ -77,7 +77,7 @@ struct instance_session {
     restorer restore;
 
 private:
-    static committer_options committer_settings(const application_config& c, const std::string& lease_topic) {
+    static committer_options committer_settings(const application_options& c, const std::string& lease_topic) {
         committer_options o;
         o.exactly_once = c.guarantee == processing_guarantee::exactly_once;
         o.instance = c.instance_id;

@@ -89,7 +89,7 @@ public:
         const kafka::unique_group_metadata group(rd_kafka_consumer_group_metadata(consumer_));
         try {
             producer_->transaction().commit(l.get(), group.get());
-        } catch (const kafka::kafka_error& e) {
+        } catch (const kafka::error& e) {
             if (producer_->get()->fatal_error() || e.code() == RD_KAFKA_RESP_ERR__FENCED ||
                 e.code() == RD_KAFKA_RESP_ERR_PRODUCER_FENCED || e.code() == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
                 producer_->needs_renewal())
@@ -110,7 +110,7 @@ public:
         if (producer_->get()->fatal_error()) return false;
         try {
             producer_->transaction().abort();
-        } catch (const kafka::kafka_error&) {
+        } catch (const kafka::error&) {
             return false;  // fenced, or the producer failed: the caller's error stands
         }
         return true;

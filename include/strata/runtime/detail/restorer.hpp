@@ -3,7 +3,7 @@
 /// @brief `restorer`: the thread of an instance that builds new tasks and
 /// brings their stores up to date from their changelogs, so that a task that
 /// restores never holds up the tasks that already process. Restoring tasks
-/// take turns, a batch of records each, so a large restore does not hold up
+/// take turns, a slice of records each, so a large restore does not hold up
 /// a small one either.
 
 #include <strata/metrics/registry.hpp>
@@ -38,7 +38,7 @@ namespace strata::runtime::detail {
 /// An active task has its committed input offsets looked up, then is
 /// restored up to the end its changelogs had after that, then handed over
 /// (`take_ready`). A standby task is never
-/// handed over: it follows its changelogs, a batch at a time, until it is
+/// handed over: it follows its changelogs, a slice at a time, until it is
 /// cancelled or promoted; a promoted standby restores what it is still
 /// behind (usually little) and is then handed over like any other task.
 class restorer {
@@ -52,9 +52,9 @@ public:
     using prepare_fn = std::function<void(task&)>;
 
     restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
-             std::size_t batch_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100))
+             std::size_t slice_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100))
         : build_(std::move(build)), prepare_(std::move(prepare)), registry_(&reg), on_restore_(std::move(on_restore)),
-          batch_(batch_records == 0 ? 1 : batch_records), tail_interval_(tail_interval) {
+          slice_records_(slice_records == 0 ? 1 : slice_records), tail_interval_(tail_interval) {
         thread_ = std::thread([this] { run(); });
     }
 
@@ -227,7 +227,7 @@ private:
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
         j.stores.reserve(j.t->stores().size());
         for (const auto& port : j.t->stores()) {
-            kafka::kafka_changelog* log = port->changelog();
+            kafka::changelog* log = port->changelog();
             if (log == nullptr) continue;
             offset_t from = 0;
             if (const std::optional<offset_t> own = port->committed_offset()) from = *own;
@@ -274,7 +274,7 @@ private:
         lost_.push_back({j.t, std::move(why)});
     }
 
-    /// One batch for every job in turn; finished active jobs go to the
+    /// One slice for every job in turn; finished active jobs go to the
     /// ready list. Returns when to look again if no job had work.
     std::optional<clock::time_point> step() {
         std::optional<clock::time_point> idle_until;
@@ -325,7 +325,7 @@ private:
                     }
                     if (!open_to_end(j, s)) break;
                 }
-                if (!s.finished()) worked = restore_batch(j, s) || worked;
+                if (!s.finished()) worked = restore_slice(j, s) || worked;
                 if (j.lost) break;
                 finished = finished && s.finished();
                 if (j.standby && s.finished()) {
@@ -377,10 +377,10 @@ private:
         j.t->set_restore_progress(done, total);
     }
 
-    /// Applies up to one batch of records; true if it applied any.
-    bool restore_batch(job& j, detail::store_replay& s) {
+    /// Applies up to one slice of records; true if it applied any.
+    bool restore_slice(job& j, detail::store_replay& s) {
         task& t = *j.t;
-        const detail::store_replay::applied a = s.apply_batch(t.mutex(), batch_, j.standby);
+        const detail::store_replay::applied a = s.apply_slice(t.mutex(), slice_records_, j.standby);
         if (a.went_back) {
             lose(j, s.went_back_message(*a.went_back, t.id()));
             return a.records > 0;
@@ -401,7 +401,7 @@ private:
     prepare_fn prepare_;
     metrics::registry* registry_;
     restore_callback on_restore_;
-    std::size_t batch_;
+    std::size_t slice_records_;
     std::chrono::milliseconds tail_interval_;
 
     mutable std::mutex mutex_;

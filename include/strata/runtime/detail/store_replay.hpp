@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// @brief The restore of one store of a task from its changelog partition,
-/// a batch at a time (the restore thread, restorer.hpp, takes turns over
+/// a slice at a time (the restore thread, restorer.hpp, takes turns over
 /// many): where it starts, how far it reads, its gauges, and the check that
 /// the changelog still holds what the store was built from.
 
@@ -26,7 +26,7 @@ public:
     using clock = std::chrono::steady_clock;
 
     /// @param from the offset the store holds everything below
-    store_replay(store_port& port, kafka::kafka_changelog& log, offset_t from, metrics::registry& reg,
+    store_replay(store_port& port, kafka::changelog& log, offset_t from, metrics::registry& reg,
                  const std::string& task_id)
         : port_(&port), log_(&log) {
         progress.store = port.name();
@@ -45,7 +45,7 @@ public:
     }
 
     [[nodiscard]] store_port& port() const noexcept { return *port_; }
-    [[nodiscard]] const kafka::kafka_changelog& log() const noexcept { return *log_; }
+    [[nodiscard]] const kafka::changelog& log() const noexcept { return *log_; }
 
     /// Whether a replay is open (none between two looks of a standby).
     [[nodiscard]] bool open() const noexcept { return source_ != nullptr; }
@@ -96,8 +96,8 @@ public:
     /// Lets go of the changelog's consumer.
     void close() noexcept { source_.reset(); }
 
-    /// Applies up to `batch` records under the task's mutex (queries of a
-    /// standby read the stores meanwhile; the batch bounds their wait).
+    /// Applies up to `slice_records` records under the task's mutex (queries
+    /// of a standby read the stores meanwhile; the slice bounds their wait).
     /// @returns the records applied, and for a standby the offset its
     ///          consumer went back to below the position, if it did: the log
     ///          was truncated below it and read again from its start
@@ -105,12 +105,12 @@ public:
         std::size_t records = 0;
         std::optional<offset_t> went_back;
     };
-    applied apply_batch(std::mutex& task_mutex, std::size_t batch, bool standby) {
+    applied apply_slice(std::mutex& task_mutex, std::size_t slice_records, bool standby) {
         applied a;
         auto& it = source_->it;
         {
             const std::lock_guard lock(task_mutex);
-            while (a.records < batch && it != std::default_sentinel) {
+            while (a.records < slice_records && it != std::default_sentinel) {
                 const record_view& r = *it;
                 if (r.offset >= progress.to) break;
                 if (standby && r.offset < progress.position) {
@@ -182,13 +182,13 @@ private:
     /// The replay of one changelog partition, held still in memory (its
     /// iterator points into it).
     struct replay {
-        replay(kafka::kafka_changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
-        kafka::kafka_changelog::replay_range range;
-        kafka::kafka_changelog::replay_range::iterator it;
+        replay(kafka::changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
+        kafka::changelog::replay_range range;
+        kafka::changelog::replay_range::iterator it;
     };
 
     store_port* port_;
-    kafka::kafka_changelog* log_;
+    kafka::changelog* log_;
     std::unique_ptr<replay> source_;
     bool finished_ = false;
     clock::time_point started_ = clock::now();

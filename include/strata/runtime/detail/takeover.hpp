@@ -15,7 +15,7 @@
 #include <strata/kafka/producer.hpp>
 #include <strata/kafka/transaction.hpp>
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/task.hpp>
 
@@ -33,14 +33,14 @@
 namespace strata::runtime::detail {
 
 /// @brief Partition p of every input topic: the input of task p.
-[[nodiscard]] inline kafka::unique_partition_list inputs_of(const application_config& c, std::int32_t p) {
+[[nodiscard]] inline kafka::unique_partition_list inputs_of(const application_options& c, std::int32_t p) {
     kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(c.input_topics.size())));
     for (const std::string& topic : c.input_topics) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
     return l;
 }
 
 /// @brief The position of `topic` among the input topics, if it is one.
-[[nodiscard]] inline std::optional<std::size_t> input_index(const application_config& c, std::string_view topic) {
+[[nodiscard]] inline std::optional<std::size_t> input_index(const application_options& c, std::string_view topic) {
     for (std::size_t i = 0; i < c.input_topics.size(); ++i)
         if (c.input_topics[i] == topic) return i;
     return std::nullopt;
@@ -50,7 +50,7 @@ class takeover {
 public:
     using clock = std::chrono::steady_clock;
 
-    takeover(const application_config& c, metrics::registry& reg)
+    takeover(const application_options& c, metrics::registry& reg)
         : c_(&c), registry_(&reg), offsets_(client(c, true)), uncommitted_(client(c, false)) {}
 
     /// @brief Fences the task's predecessors, waits for its changelogs to be
@@ -68,7 +68,7 @@ private:
     /// while the group rebalances, which is when a task taken over needs one
     /// (a failover's restore took 700 ms with nothing to restore). The
     /// other reads the changelogs' high watermarks, beside the stable ends.
-    static kafka::client client(const application_config& c, bool committed) {
+    static kafka::client client(const application_options& c, bool committed) {
         kafka::conf conf;
         conf.set("bootstrap.servers", c.bootstrap_servers);
         conf.set(c.consumer_settings);
@@ -116,7 +116,7 @@ private:
         if (c_->guarantee != processing_guarantee::exactly_once) return;
         const auto deadline = clock::now() + c_->broker_timeout;
         for (const auto& port : t.stores()) {
-            const kafka::kafka_changelog* log = port->changelog();
+            const kafka::changelog* log = port->changelog();
             if (log == nullptr) continue;
             for (;;) {
                 const auto left = [&] {
@@ -124,9 +124,9 @@ private:
                                     std::chrono::milliseconds(100));
                 };
                 const std::int64_t stable =
-                    kafka::query_end_offset(offsets_.get(), log->topic(), log->partition(), left());
+                    kafka::list_end_offset(offsets_.get(), log->topic(), log->partition(), left());
                 const std::int64_t high =
-                    kafka::query_end_offset(uncommitted_.get(), log->topic(), log->partition(), left());
+                    kafka::list_end_offset(uncommitted_.get(), log->topic(), log->partition(), left());
                 if (stable >= high) break;
                 if (clock::now() > deadline)
                     throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " + log->topic() +
@@ -179,7 +179,7 @@ private:
         }
     }
 
-    const application_config* c_;
+    const application_options* c_;
     metrics::registry* registry_;
     kafka::client offsets_;      // committed offsets and stable ends
     kafka::client uncommitted_;  // high watermarks

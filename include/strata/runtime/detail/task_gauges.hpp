@@ -4,7 +4,7 @@
 /// consumer lag, and the phases of its last takeover.
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace strata::runtime::detail {
 /// Sets each running task's consumer lag: records between its position and
 /// the end of each input partition, as of the consumer's last fetch (no
 /// request is made).
-inline void publish_consumer_lag(metrics::registry& reg, rd_kafka_t* consumer, const application_config& c,
+inline void publish_consumer_lag(metrics::registry& reg, rd_kafka_t* consumer, const application_options& c,
                                  const std::vector<task*>& running) {
     for (task* t : running) {
         const std::int32_t p = t->partition();

@@ -8,7 +8,7 @@
 /// on the parts of one run() (instance_session.hpp).
 
 #include <strata/metrics/registry.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/output.hpp>
@@ -38,7 +38,7 @@ namespace strata::runtime::detail {
 class task_lifecycle final : public task_host<task> {
 public:
     /// @param c the instance's configuration (it must outlive this)
-    task_lifecycle(const application_config& c, task_maker make, metrics::registry& reg)
+    task_lifecycle(const application_options& c, task_maker make, metrics::registry& reg)
         : config_(&c), make_(std::move(make)), registry_(&reg) {}
 
     /// @brief The session of the run() in progress (nullptr after it).
@@ -67,7 +67,7 @@ public:
                 std::filesystem::remove(t->checkpoint_path, ec);
             }
             // Assigned only now, at the committed offsets: assigning earlier
-            // and seeking later left librdkafka with an outdated offset query
+            // and seeking later left librdkafka with an outdated offset lookup
             // and a task's first records 500 ms late.
             s_->consumer.assign_inputs(t->partition(), t->committed_offsets);
             t->next_offsets.assign(config_->input_topics.size(), -1);
@@ -133,7 +133,7 @@ public:
     }
 
 private:
-    const application_config* config_;
+    const application_options* config_;
     task_maker make_;
     metrics::registry* registry_;
     instance_session* s_ = nullptr;

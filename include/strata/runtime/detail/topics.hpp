@@ -9,7 +9,7 @@
 #include <strata/core/error.hpp>
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/handles.hpp>
-#include <strata/runtime/config.hpp>
+#include <strata/runtime/application_options.hpp>
 #include <strata/runtime/coordination.hpp>
 
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace strata::runtime::detail {
 
 class instance_topics {
 public:
-    explicit instance_topics(const application_config& c) : c_(&c) {}
+    explicit instance_topics(const application_options& c) : c_(&c) {}
 
     /// @brief The partition count the input topics share (the tasks).
     /// @throws usage_error they differ
@@ -110,12 +110,12 @@ private:
     static int replicas(const std::string& topic, const kafka::topic_options& o) {
         try {
             return kafka::replication_of(topic, o);
-        } catch (const kafka::kafka_error&) {
+        } catch (const kafka::error&) {
             return 0;
         }
     }
 
-    const application_config* c_;
+    const application_options* c_;
     std::int32_t partitions_ = 0;
     std::mutex mutex_;
     std::set<std::string> ensured_;  // changelogs made sure of in this run

@@ -38,7 +38,7 @@ enum class bad_record_action {
 };
 
 /// @brief The settings of an application.
-struct application_config {
+struct application_options {
     /// Names the consumer group, the changelog topics
     /// (`<application_id>-<store>-changelog`) and the folder under `state_dir`.
     std::string application_id{};
@@ -96,7 +96,7 @@ struct application_config {
     /// Input records handed to processors per poll, at most.
     std::size_t max_poll_records = 1000;
     /// Changelog records a restore applies before it looks at its other tasks again.
-    std::size_t restore_batch_records = 10'000;
+    std::size_t restore_slice_records = 10'000;
 
     bad_record_action on_bad_record = bad_record_action::fail;
     /// Where `bad_record_action::dead_letter` writes. Empty: `<application_id>-dead-letters`.

@@ -19,7 +19,7 @@ enum class read_caching {
 };
 
 /// @brief Options of the cache layer.
-struct cache_options {
+struct cached_options {
     /// Bound on the bytes the cache holds (keys, cached values, bookkeeping).
     /// Kafka Streams' default statestore.cache.max.bytes is 10 MiB.
     std::size_t max_bytes = 10 * 1024 * 1024;
