@@ -132,7 +132,7 @@ TEST_CASE("an aborted transaction's outputs and changelog records are never read
     const std::string changelog = kafka_test::make_topic("abort-log");
     exactly_once eos(producer_options{kafka_test::bootstrap(), kafka_test::unique_name("abort-txn"), {}});
     {
-        kafka_changelog log(kafka_test::log_options(changelog), eos.shared_producer());
+        kafka::changelog log(kafka_test::log_options(changelog), eos.shared_producer());
         eos.begin();
         write(eos, log, output, "kept-", 3);
         commit(eos);
@@ -143,7 +143,7 @@ TEST_CASE("an aborted transaction's outputs and changelog records are never read
         CHECK_FALSE(eos.needs_new_producer());
     }
     // The next transaction goes on with the same producer (a store rebuilt from the changelog would log again).
-    kafka_changelog log(kafka_test::log_options(changelog), eos.shared_producer());
+    kafka::changelog log(kafka_test::log_options(changelog), eos.shared_producer());
     eos.begin();
     write(eos, log, output, "after-", 2);
     commit(eos);
