@@ -110,7 +110,7 @@ MUTANTS = [
            "tombstone (codecs that read the value from the store)",
            [("return codec_.write_value(std::as_const(inner_), k, out);",
              "codec_.write_value(std::as_const(inner_), k, out);\n            return true;")],
-           tests=DECORATORS),
+           tests=r"^(decorators|laws|codec)_"),
     mutant("dropped-tombstone-fixed", ["class logged_store :", "void append_state("],
            "logged writes an erase of a key with raw or fixed-width bytes (strings, integers) as a live empty "
            "value instead of a tombstone",
