@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# What a user pays to compile strata: wall time and peak memory of the
+# compiler for a few translation units, with g++ and clang++-15, at -O2,
+# each compiled REPS times in turn (the median is reported):
+#
+#   - the standard headers strata's core uses, alone (the floor);
+#   - `#include <strata.hpp>` and nothing else (the umbrella header);
+#   - docs/examples/tutorial.cpp (a typical user's file: a store, three
+#     decorators, a file log, restore);
+#   - `#include <strata/runtime/application.hpp>` (the runtime, with librdkafka).
+#
+# Nothing else may run meanwhile for the figures to mean anything. Prints a
+# Markdown table.
+#
+# Usage: scripts/bench-compile.sh [--reps 5] [--compilers "g++ clang++-15"]
+set -euo pipefail
+repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${repo_dir}"
+
+reps=5 compilers="g++ clang++-15"
+while (($#)); do
+  case "$1" in
+    --reps) reps="$2"; shift 2 ;;
+    --compilers) compilers="$2"; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-compile: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+bash scripts/setup.sh >/dev/null
+
+work="$(mktemp -d /tmp/bench-compile.XXXXXX)"
+trap 'rm -rf "${work}"' EXIT
+cat >"${work}/std.cpp" <<'CPP'
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+int main() {}
+CPP
+printf '#include <strata.hpp>\nint main() {}\n' >"${work}/umbrella.cpp"
+printf '#include <strata/runtime/application.hpp>\nint main() {}\n' >"${work}/runtime.cpp"
+
+units=("standard headers:${work}/std.cpp" "strata.hpp:${work}/umbrella.cpp"
+       "docs/examples/tutorial.cpp:${repo_dir}/docs/examples/tutorial.cpp"
+       "strata/runtime/application.hpp:${work}/runtime.cpp")
+
+# One compile: "seconds kilobytes", or "fails" (the compiler's first error in ${work}/error).
+measure() {
+  local cxx="$1" src="$2"
+  if /usr/bin/time -o "${work}/time" -f '%e %M' "${cxx}" -std=c++20 -O2 -I"${repo_dir}/include" \
+       -I"${repo_dir}/docs/examples" -DSQLITE_ENABLE_PREUPDATE_HOOK=1 -c "${src}" -o "${work}/out.o" \
+       >/dev/null 2>"${work}/stderr"; then
+    cat "${work}/time"
+  else
+    grep -m1 'error' "${work}/stderr" >"${work}/error" || true
+    echo "fails"
+  fi
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "From \`scripts/bench-compile.sh --reps ${reps}\` at $(git rev-parse --short HEAD), on $(nproc) cores, -O2, median of ${reps}."
+echo
+echo "| unit | compiler | seconds | peak MB |"
+echo "|---|---|---:|---:|"
+for unit in "${units[@]}"; do
+  name="${unit%%:*}" src="${unit#*:}"
+  for cxx in ${compilers}; do
+    command -v "${cxx}" >/dev/null || continue
+    : >"${work}/t" ; : >"${work}/m"
+    failed=0
+    for ((i = 0; i < reps; i++)); do
+      read -r s kb < <(measure "${cxx}" "${src}")
+      if [[ "${s}" == fails ]]; then failed=1; break; fi
+      echo "${s}" >>"${work}/t"
+      echo "${kb}" >>"${work}/m"
+    done
+    if ((failed)); then
+      printf '| %s | %s | does not compile: %s | |\n' "${name}" "${cxx}" \
+        "$(sed 's#.*/include/#include/#; s/|/\\|/g' "${work}/error" | cut -c1-160)"
+      continue
+    fi
+    printf '| %s | %s | %s | %d |\n' "${name}" "${cxx}" "$(median <"${work}/t")" "$(($(median <"${work}/m") / 1024))"
+  done
+done
