@@ -244,9 +244,10 @@ def check(args, repo, head, subject, selected, scratch, started):
         for m in selected:
             name = m["name"]
             t0 = time.monotonic()
-            path, mutated = mutate(m, headers(src))
+            # `files` still holds every header as it is: each mutant's header is put back after it.
+            path, mutated = mutate(m, files)
             file = os.path.join(src, path)
-            original = open(file).read()
+            original = files[path]
             with open(file, "w") as f:
                 f.write(mutated)
             try:
