@@ -257,7 +257,6 @@ write_config() {
     SECURE_ADVERTISED="${secure_advertised}" DATA_DIR="${data_dir}" REPLICATION="${replication}" \
     MIN_ISR="${min_isr}" >"${props_file}"
   if ((secure_port > 0)); then
-    # The key and its certificate in one PEM file, as Kafka's PEM keystore wants them.
     printf '\n' >>"${props_file}"
     render broker-sasl-ssl.properties CERTS_DIR="${certs_dir}" >>"${props_file}"
   fi
