@@ -8,8 +8,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${STRATA_ASAN_BUILD_DIR:-${root}/build-asan}"
 
 bash "${root}/scripts/setup.sh" >/dev/null
-# No Kafka, gateway, examples or tools: the unit suite only.
-cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=address \
+# No Kafka, gateway, examples or tools: the unit suite only. -O1 (as the
+# sanitizer's own documentation advises) and line tables only (-g1): reports
+# still name file and line, and the build takes half the time of -O2 -g.
+cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DSTRATA_SANITIZE=address \
       -DSTRATA_WITH_KAFKA=OFF -DSTRATA_WITH_GATEWAY=OFF -DSTRATA_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "${build}" -j "$(nproc)"
 

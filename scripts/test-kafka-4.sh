@@ -24,7 +24,8 @@ export STRATA_KAFKA_CONTROLLER_PORT="${STRATA_KAFKA_CONTROLLER_PORT:-19693}"
 export STRATA_KAFKA_RUN_DIR="${STRATA_KAFKA_RUN_DIR:-/tmp/kafka4-run}"
 
 if [[ ! -f "${build}/CMakeCache.txt" ]]; then
-  cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WARNINGS_AS_ERRORS=ON
+  cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSTRATA_WARNINGS_AS_ERRORS=ON
   cmake --build "${build}" -j "${STRATA_JOBS:-2}"
 fi
 

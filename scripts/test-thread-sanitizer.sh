@@ -27,7 +27,8 @@ bash "${root}/scripts/setup.sh" >/dev/null
 # runtime_failover_test.
 targets=(runtime_queries_test runtime_application_test runtime_failover_test
          runtime_local_state_test runtime_bad_records_test gateway_gateway_test http_server_test)
-CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=thread >/dev/null
+CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSTRATA_SANITIZE=thread >/dev/null
 cmake --build "${build}" -j "$(nproc)" --target "${targets[@]}"
 
 # The broker of the caller (scripts/test.sh), or one of our own.
