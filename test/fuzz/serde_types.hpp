@@ -38,7 +38,7 @@ struct shape {
         (side, kind));
 };
 
-/// The shape of the runtime's coordination records (strata/runtime/
+/// The shape of the runtime's coordination records (strata/runtime/detail/
 /// coordination.hpp: `assignment`), which needs librdkafka to include.
 struct placement {
     BOOST_HANA_DEFINE_STRUCT(placement,

@@ -45,7 +45,7 @@
 #include "app/aggregate.hpp"
 #include "support/temp_dir.hpp"
 
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 
 #include <algorithm>
 #include <array>
@@ -239,8 +239,9 @@ TEST_CASE("runtime: a campaign of faults on three brokers (kills, handoffs, zomb
                                                           : std::chrono::milliseconds(500 + pick(2500)));
             f.at(id).kill(SIGCONT);
         } else if (fault == "broker" || fault == "coordinator") {
-            const int node = fault == "broker" ? static_cast<int>(pick(3)) + 1
-                                               : cluster.leader_of(strata::runtime::coordination_topic_name(app));
+            const int node = fault == "broker"
+                                 ? static_cast<int>(pick(3)) + 1
+                                 : cluster.leader_of(strata::runtime::detail::coordination_topic_name(app));
             REQUIRE(node >= 1);
             REQUIRE(cluster.run("kill " + std::to_string(node)) == 0);
             std::this_thread::sleep_for(std::chrono::milliseconds(2000 + pick(3000)));

@@ -17,7 +17,7 @@
 
 #include "support/temp_dir.hpp"
 
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 
 #include <cstdio>
 #include <string>
@@ -69,7 +69,7 @@ TEST_CASE("runtime: with the coordination partition's broker down, instances go 
     // The coordination topic with its only replica there (the runtime
     // accepts a topic that exists): killing that broker takes it away, and
     // leaves the group's coordinator.
-    const std::string coordination = strata::runtime::coordination_topic_name(app);
+    const std::string coordination = strata::runtime::detail::coordination_topic_name(app);
     REQUIRE(cluster.run("topics --create --topic " + coordination + " --replica-assignment " +
                         std::to_string(node) + " --config cleanup.policy=compact") == 0);
 

@@ -7,7 +7,7 @@
 #include "support/temp_dir.hpp"
 
 #include <strata/restore/checkpoint.hpp>
-#include <strata/runtime/state_directory.hpp>
+#include <strata/runtime/detail/state_directory.hpp>
 
 #include <cstdio>
 #include <functional>
@@ -98,12 +98,12 @@ TEST_CASE("runtime: a restart on the same state directory restores only the chan
 
 TEST_CASE("runtime: two instances cannot share a state directory", "[kafka][runtime][local-state]") {
     test_support::temp_dir dir;
-    const strata::runtime::state_directory first(dir.path(), "app");
-    REQUIRE_THROWS_WITH(strata::runtime::state_directory(dir.path(), "app"),
+    const strata::runtime::detail::state_directory first(dir.path(), "app");
+    REQUIRE_THROWS_WITH(strata::runtime::detail::state_directory(dir.path(), "app"),
                         Catch::Contains("is in use by another instance") &&
                             Catch::Contains("(process " + std::to_string(::getpid()) + ")"));
     // Another application may use the same root.
-    REQUIRE_NOTHROW(strata::runtime::state_directory(dir.path(), "other-app"));
+    REQUIRE_NOTHROW(strata::runtime::detail::state_directory(dir.path(), "other-app"));
 }
 
 TEST_CASE("runtime: a checkpoint past the changelog's end stops the instance with an error naming the store",

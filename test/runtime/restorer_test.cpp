@@ -48,7 +48,7 @@ public:
         log_.emplace(kafka_test::log_options(topic_));
         store_.emplace(kv("kv") | strata::logged(*log_));
         const std::lock_guard lock(mutex());
-        stores_.push_back(std::make_unique<rt::store_port_of<logged_kv>>(*store_));
+        stores_.push_back(std::make_unique<rt::detail::store_port_of<logged_kv>>(*store_));
         built_ = true;
     }
 

@@ -29,9 +29,9 @@
 #include <strata/metrics/histogram.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/application_options.hpp>
+#include <strata/runtime/detail/instance.hpp>
+#include <strata/runtime/detail/output.hpp>
 #include <strata/runtime/error.hpp>
-#include <strata/runtime/instance.hpp>
-#include <strata/runtime/output.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/processor_context.hpp>
 #include <strata/runtime/queries.hpp>
@@ -233,7 +233,7 @@ public:
           owned_registry_(reg == nullptr ? std::make_unique<metrics::registry>() : nullptr),
           registry_(reg == nullptr ? owned_registry_.get() : reg),
           instance_(std::move(config),
-                    [this](std::int32_t p, output& out) -> std::shared_ptr<task> {
+                    [this](std::int32_t p, detail::output& out) -> std::shared_ptr<task> {
                         return std::make_shared<detail::typed_task<K, V, Factory, Processor>>(
                             p, factory_, processor_, out, instance_.options(), *registry_);
                     },
@@ -242,7 +242,7 @@ public:
     application(const application&) = delete;
     application& operator=(const application&) = delete;
 
-    /// @brief Processes until `stop()`; see instance::run.
+    /// @brief Processes until `stop()`; see detail::instance::run (detail/instance.hpp).
     void run() { instance_.run(); }
     /// @brief Asks `run()` to commit, leave the group and return; safe from
     /// any thread and from a signal handler.
@@ -300,7 +300,7 @@ private:
     Processor processor_;
     std::unique_ptr<metrics::registry> owned_registry_;
     metrics::registry* registry_;
-    instance instance_;
+    detail::instance instance_;
 };
 
 /// @brief `application<K, V, ...>` with the factory's and the processor's

@@ -3,7 +3,7 @@
 /// @brief `application_metadata`: where every partition of an application
 /// runs, as any instance knows it, and which partition a key belongs to.
 ///
-/// Each instance builds it from the coordination topic (coordination.hpp):
+/// Each instance builds it from the coordination topic (detail/coordination.hpp):
 /// the leader's newest assignment says which instance runs each partition
 /// and which keep standbys; each instance's newest status gives its endpoint
 /// (`application_options::endpoint`) and how far behind its standbys are.
@@ -21,7 +21,7 @@
 
 #include <strata/core/bytes.hpp>
 #include <strata/kafka/murmur2.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/serde/encode.hpp>
 
 #include <algorithm>
@@ -77,8 +77,8 @@ public:
 
     /// @param a the leader's newest assignment
     /// @param statuses every instance's newest status
-    application_metadata(std::int32_t partitions, const assignment& a,
-                         const std::map<std::string, instance_status, std::less<>>& statuses)
+    application_metadata(std::int32_t partitions, const detail::assignment& a,
+                         const std::map<std::string, detail::instance_status, std::less<>>& statuses)
         : partitions_(partitions), version_(a.version), leader_(a.leader), decided_ms_(a.decided_ms), tasks_(a.tasks) {
         for (const std::string& m : a.members) {
             instance_metadata i;
@@ -88,7 +88,7 @@ public:
                 i.standby_lags = it->second.standbys;
                 i.published_ms = it->second.published_ms;
             }
-            for (const task_placement& t : a.tasks) {
+            for (const detail::task_placement& t : a.tasks) {
                 if (t.active == m) i.active.push_back(t.task);
                 if (std::find(t.standbys.begin(), t.standbys.end(), m) != t.standbys.end()) i.standbys.push_back(t.task);
             }
@@ -124,7 +124,7 @@ public:
     [[nodiscard]] partition_metadata partition(std::int32_t p) const {
         partition_metadata m;
         m.partition = p;
-        for (const task_placement& t : tasks_) {
+        for (const detail::task_placement& t : tasks_) {
             if (t.task != p) continue;
             m.active = t.active;
             m.active_endpoint = endpoint_of(t.active);
@@ -145,7 +145,7 @@ private:
     std::int64_t version_ = 0;
     std::string leader_;
     std::int64_t decided_ms_ = 0;
-    std::vector<task_placement> tasks_;
+    std::vector<detail::task_placement> tasks_;
     std::vector<instance_metadata> instances_;
 };
 

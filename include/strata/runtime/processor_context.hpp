@@ -7,7 +7,7 @@
 
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
-#include <strata/runtime/output.hpp>
+#include <strata/runtime/detail/output.hpp>
 #include <strata/serde/encode.hpp>
 
 #include <algorithm>
@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include <librdkafka/rdkafka.h>
+
 namespace strata::runtime {
 
 /// @brief The clock a punctuation follows.
@@ -33,6 +35,10 @@ enum class punctuation_type {
 
 /// @brief Names a scheduled punctuation, to cancel it.
 using punctuation_id = std::uint64_t;
+
+/// @brief "Let the partitioner choose": the partition of the record's key
+/// (`emit`'s default).
+inline constexpr std::int32_t partition_by_key = RD_KAFKA_PARTITION_UA;
 
 namespace detail {
 template <class T>
@@ -48,7 +54,7 @@ class processor_context {
 public:
     using punctuator = std::function<void(processor_context&, std::int64_t timestamp_ms)>;
 
-    processor_context(std::int32_t partition, std::string task_id, output& out)
+    processor_context(std::int32_t partition, std::string task_id, detail::output& out)
         : partition_(partition), task_id_(std::move(task_id)), out_(&out) {}
 
     /// @brief What the factory returned for this task.
@@ -174,7 +180,7 @@ private:
     Stores* stores_ = nullptr;
     std::int32_t partition_;
     std::string task_id_;
-    output* out_;
+    detail::output* out_;
     std::int64_t stream_time_ = -1;
     std::vector<scheduled> punctuations_;
     punctuation_id next_id_ = 1;

@@ -5,13 +5,14 @@
 
 #include <catch2/catch.hpp>
 
-#include <strata/runtime/assignor.hpp>
+#include <strata/runtime/detail/assignor.hpp>
 
 #include <map>
 #include <string>
 #include <vector>
 
 using namespace strata::runtime;
+using namespace strata::runtime::detail;
 
 namespace {
 

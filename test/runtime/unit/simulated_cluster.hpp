@@ -32,7 +32,7 @@
 //   instance acts on that decision.
 
 #include <strata/core/bytes.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_state.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/leader.hpp>
@@ -53,7 +53,6 @@
 
 namespace simulation {
 
-namespace rt = strata::runtime;
 namespace rtd = strata::runtime::detail;
 using ms = std::int64_t;
 
@@ -205,7 +204,7 @@ struct instance {
     rtd::coordination_state state;
     std::unique_ptr<rtd::leader> lead;
     std::set<std::int32_t> active, standbys;
-    rt::decision_id acted{};
+    rtd::decision_id acted{};
     std::deque<in_flight> outbox;
     std::map<std::int32_t, std::int64_t> runs;  // the run of each active task
     std::deque<data_write> data_outbox;
@@ -383,7 +382,7 @@ private:
                 land(i, true);  // it closes its tasks: their writes settle first
                 i.active.clear();
                 i.runs.clear();
-                rt::instance_status s = status_of(i);
+                rtd::instance_status s = status_of(i);
                 s.withdrawn = true;
                 send(i, rtd::status_key(i.name), strata::encode(s));
                 i.leaving = true;
@@ -409,8 +408,8 @@ private:
         i.data_outbox.clear();
     }
 
-    rt::instance_status status_of(const instance& i) const {
-        rt::instance_status s{};
+    rtd::instance_status status_of(const instance& i) const {
+        rtd::instance_status s{};
         s.instance = i.name;
         s.member_id = i.member_id;
         s.published_ms = now_;
@@ -487,7 +486,7 @@ private:
         }
     }
 
-    /// The lease commit (see instance.hpp): accepted, it renews the member's
+    /// The lease commit (see detail/instance.hpp): accepted, it renews the member's
     /// session at the coordinator, and the lease runs from when it was sent.
     void lease(instance& i) {
         if (i.member_id.empty()) return;
@@ -556,7 +555,7 @@ private:
         }
     }
 
-    /// A stopping leader (instance.hpp, decide_once_more): once it reads its
+    /// A stopping leader (detail/instance.hpp, decide_once_more): once it reads its
     /// own withdrawal back, it decides for the others before it leaves the
     /// group, unless it was deposed meanwhile or waited too long.
     void hand_over(instance& i) {
@@ -574,7 +573,7 @@ private:
     }
 
     void act(instance& i) {
-        const std::optional<rt::assignment>& d = i.state.latest();
+        const std::optional<rtd::assignment>& d = i.state.latest();
         if (!d) return;
         const rtd::handoff_plan plan = rtd::plan_handoff(*d, i.state, {i.name, i.member_id, i.active, i.standbys});
         if (!plan.release.empty()) land(i, true);  // a release commits: its writes settle first
@@ -603,7 +602,7 @@ private:
         }
     }
 
-    void remember(const rt::assignment& a) {
+    void remember(const rtd::assignment& a) {
         const auto [it, fresh] = decisions_.try_emplace({a.epoch, a.version}, a);
         if (!fresh && !(it->second == a))
             fail("two different decisions carry the id " + std::to_string(a.epoch) + "." + std::to_string(a.version));
@@ -635,7 +634,7 @@ private:
         for (const instance& i : instances_)
             if (i.alive && !i.leaving) any = &i;
         if (any == nullptr) return;  // everyone stopped at the end: nothing to settle
-        const std::optional<rt::assignment>& d = any->state.latest();
+        const std::optional<rtd::assignment>& d = any->state.latest();
         if (!d) return fail("no decision after the faults stopped");
         for (const instance& i : instances_) {
             if (!i.alive || i.leaving) continue;
@@ -644,7 +643,7 @@ private:
             if (i.acted != d->id()) return fail(i.name + " has not acted on the newest decision");
         }
         for (std::int32_t p = 0; p < c_.tasks; ++p) {
-            const rt::task_placement* placed = d->find(p);
+            const rtd::task_placement* placed = d->find(p);
             if (placed == nullptr) return fail("the newest decision leaves task " + std::to_string(p) + " out");
             int holders = 0;
             for (const instance& i : instances_)
@@ -671,7 +670,7 @@ private:
     coordinator coordinator_;
     std::vector<instance> instances_;
     std::vector<instance> ghosts_;
-    std::map<rt::decision_id, rt::assignment> decisions_;
+    std::map<rtd::decision_id, rtd::assignment> decisions_;
     std::string failure_;
     std::string trace_;
     ms zombie_overlap_ = 0;

@@ -8,7 +8,7 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/kafka/producer.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_state.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/serde/encode.hpp>

@@ -17,7 +17,7 @@
 ///   leader removed the status of an instance long gone.
 
 #include <strata/core/bytes.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/serde/encode.hpp>
 

@@ -10,7 +10,7 @@
 
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/application_options.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>

@@ -16,7 +16,7 @@
 ///   member gone from the group is not waited for: the group has expelled
 ///   it, and its writes are fenced (see the committer).
 
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_state.hpp>
 
 #include <algorithm>

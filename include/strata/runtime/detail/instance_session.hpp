@@ -16,12 +16,12 @@
 #include <strata/runtime/detail/group_consumer.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
 #include <strata/runtime/detail/kafka_commit_port.hpp>
+#include <strata/runtime/detail/output.hpp>
 #include <strata/runtime/detail/reaper.hpp>
+#include <strata/runtime/detail/restorer.hpp>
+#include <strata/runtime/detail/state_directory.hpp>
 #include <strata/runtime/detail/takeover.hpp>
 #include <strata/runtime/detail/topics.hpp>
-#include <strata/runtime/output.hpp>
-#include <strata/runtime/detail/restorer.hpp>
-#include <strata/runtime/state_directory.hpp>
 #include <strata/runtime/task_context.hpp>
 
 #include <cstdint>

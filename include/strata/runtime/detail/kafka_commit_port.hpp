@@ -12,7 +12,7 @@
 #include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/group_consumer.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
-#include <strata/runtime/output.hpp>
+#include <strata/runtime/detail/output.hpp>
 
 #include <chrono>
 #include <cstdlib>

@@ -20,8 +20,8 @@
 /// - It removes (tombstones) the statuses of instances absent from the group
 ///   and from the newest decision for longer than `status_retention`.
 
-#include <strata/runtime/assignor.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/assignor.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_state.hpp>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 #include <strata/kafka/changelog.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/restore/restore.hpp>
-#include <strata/runtime/task.hpp>
+#include <strata/runtime/detail/store_port.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -10,9 +10,9 @@
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
-#include <strata/runtime/detail/task_manager.hpp>
-#include <strata/runtime/output.hpp>
+#include <strata/runtime/detail/output.hpp>
 #include <strata/runtime/detail/restorer.hpp>
+#include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/task.hpp>
 #include <strata/runtime/task_context.hpp>
 
@@ -25,14 +25,10 @@
 #include <system_error>
 #include <utility>
 
-namespace strata::runtime {
+namespace strata::runtime::detail {
 
 /// @brief Makes the typed task of a partition (see application.hpp).
 using task_maker = std::function<std::shared_ptr<task>(std::int32_t partition, output& out)>;
-
-}  // namespace strata::runtime
-
-namespace strata::runtime::detail {
 
 /// @brief The task manager's host over one run()'s session; see the file comment.
 class task_lifecycle final : public task_host<task> {

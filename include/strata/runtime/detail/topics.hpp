@@ -10,7 +10,7 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/runtime/application_options.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 
 #include <cstdint>
 #include <mutex>

@@ -3,6 +3,7 @@
 /// @brief `output`: the records an instance's processors emit, sent through
 /// the instance's producer (so under exactly-once they belong to the open
 /// transaction), partitioned by key exactly as Kafka's Java producer does.
+/// A processor reaches it through `processor_context::emit`.
 
 #include <strata/core/bytes.hpp>
 #include <strata/kafka/error.hpp>
@@ -21,10 +22,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-namespace strata::runtime {
-
-/// @brief "Let the partitioner choose": the partition of the record's key.
-inline constexpr std::int32_t partition_by_key = RD_KAFKA_PARTITION_UA;
+namespace strata::runtime::detail {
 
 /// @brief Sends output records and dead letters for one instance. Used on
 /// the processing thread only.
@@ -33,10 +31,11 @@ public:
     explicit output(std::shared_ptr<kafka::producer> p) : producer_(std::move(p)), tracker_(&producer_->new_tracker()) {}
 
     /// @brief Queues one record; `value` nullopt is a tombstone. With
-    /// `partition_by_key`, the partition is murmur2 of the key, as Kafka's
-    /// Java producer (and so Kafka Streams) computes it.
+    /// RD_KAFKA_PARTITION_UA (`partition_by_key`, processor_context.hpp),
+    /// the partition is murmur2 of the key, as Kafka's Java producer (and so
+    /// Kafka Streams) computes it.
     void send(std::string_view topic, bytes_view key, std::optional<bytes_view> value,
-              std::int32_t partition = partition_by_key) {
+              std::int32_t partition = RD_KAFKA_PARTITION_UA) {
         producer_->produce(handle(topic), partition, key, value, *tracker_);
         ++sent_;
     }
@@ -101,4 +100,4 @@ private:
     std::uint64_t sent_ = 0;
 };
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail

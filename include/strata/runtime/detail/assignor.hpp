@@ -18,7 +18,7 @@
 ///    other than its active one, the ones it had first, then the instances
 ///    keeping the fewest standbys.
 
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::runtime {
+namespace strata::runtime::detail {
 
 /// @brief What the leader decides from.
 struct assignor_input {
@@ -39,8 +39,6 @@ struct assignor_input {
     int standby_replicas = 0;
     std::int64_t acceptable_lag = 10'000;  ///< a standby this close to its changelog's end counts as warm
 };
-
-namespace detail {
 
 /// The lag of `instance`'s standby of task p, if it reported one.
 inline std::optional<std::int64_t> standby_lag_of(const assignor_input& in, const std::string& instance,
@@ -60,8 +58,6 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
     return it != in.statuses->end() &&
            std::find(it->second.active.begin(), it->second.active.end(), p) != it->second.active.end();
 }
-
-}  // namespace detail
 
 /// @brief The placement of every task (version, leader and times are left
 /// for the caller to fill in).
@@ -94,7 +90,7 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
             if (in.current != nullptr)
                 if (const task_placement* c = in.current->find(t.task);
                     c != nullptr && !c->release_from.empty() && live(c->release_from) &&
-                    detail::still_listed(in, c->release_from, t.task))
+                    still_listed(in, c->release_from, t.task))
                     t.release_from = c->release_from;
         }
     }
@@ -110,7 +106,7 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
         std::string best;
         std::int64_t best_lag = 0;
         for (const auto& m : members) {
-            const auto lag = detail::standby_lag_of(in, m, t.task);
+            const auto lag = standby_lag_of(in, m, t.task);
             if (!lag) continue;
             if (best.empty() || *lag < best_lag || (*lag == best_lag && load[m] < load[best])) {
                 best = m;
@@ -153,7 +149,7 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
             // A task still on its way here from elsewhere does not move again
             // before it arrived: its old instance would be forgotten.
             if (t.active != busy || !t.release_from.empty()) continue;
-            const auto lag = detail::standby_lag_of(in, idle, t.task);
+            const auto lag = standby_lag_of(in, idle, t.task);
             if (lag && *lag <= in.acceptable_lag && (move == nullptr || *lag < move_lag)) {
                 move = &t;
                 move_lag = *lag;
@@ -194,4 +190,4 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
     return out;
 }
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail

@@ -17,7 +17,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-namespace strata::runtime {
+namespace strata::runtime::detail {
 
 /// @brief Owns `<root>/<application_id>/` for the lifetime of an instance.
 ///
@@ -98,4 +98,4 @@ private:
     int fd_ = -1;
 };
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail

@@ -7,9 +7,12 @@
 /// endpoint); the leader (the member the consumer group gives that topic's
 /// partition to) claims an epoch and publishes, in it, the assignment it
 /// computes from the group's membership and those statuses. How the records
-/// are read is in detail/coordination_state.hpp, what the leader writes in
-/// detail/leader.hpp, and what an instance does with a decision in
-/// detail/handoff.hpp.
+/// are read is in coordination_state.hpp, what the leader writes in
+/// leader.hpp, and what an instance does with a decision in handoff.hpp.
+///
+/// `standby_lag` keeps the namespace strata::runtime: users meet it in
+/// `instance_metadata::standby_lags` (metadata.hpp). The records are the
+/// runtime's, in strata::runtime::detail.
 ///
 /// Why not the group's own assignment: the partition assignors librdkafka
 /// ships cannot be told about standbys or about a copy still warming up, and
@@ -39,6 +42,10 @@ struct standby_lag {
     BOOST_HANA_DEFINE_STRUCT(standby_lag, (std::int32_t, task), (std::int64_t, lag));
     friend bool operator==(const standby_lag&, const standby_lag&) = default;
 };
+
+}  // namespace strata::runtime
+
+namespace strata::runtime::detail {
 
 /// @brief Which decision: the leader epoch it was made in (the offset of
 /// the leader's claim on the coordination topic, so it grows across
@@ -132,4 +139,4 @@ struct leader_claim {
     return std::string(application) + "-coordination";
 }
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// @brief `instance`: one running copy of an application. It joins the
+/// @brief `instance`: one running copy of an application (what
+/// `application` in application.hpp runs; users do not name it). It joins the
 /// application's consumer group, runs the tasks the leader assigns it (see
 /// coordination.hpp and assignor.hpp), has new tasks restored and standby
 /// tasks kept current on a thread of their own while the running ones
@@ -10,12 +11,12 @@
 /// The processing thread is the one that calls `run()`: it polls the group
 /// consumer (librdkafka serves rebalances from the poll), reads the
 /// coordination topic, decides as leader, hands each record to its task,
-/// punctuates and commits. The restore thread (detail/restorer.hpp) builds tasks
+/// punctuates and commits. The restore thread (restorer.hpp) builds tasks
 /// with the user's factory, fences their predecessors and looks up their
 /// offsets, and replays their changelogs. Tasks pass from one to the other
 /// under a mutex; nothing else is shared.
 ///
-/// What decides lives in detail/, with no Kafka in it, tested alone and by
+/// What decides lives beside it in detail/, with no Kafka in it, tested alone and by
 /// the simulation (test/runtime/unit/): who leads and what it decides
 /// (leader.hpp), what a reader accepts (coordination_state.hpp), what an
 /// instance does with a decision and whom it fences (handoff.hpp), when it
@@ -31,18 +32,18 @@
 #include <strata/kafka/handles.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/application_options.hpp>
-#include <strata/runtime/coordination.hpp>
+#include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
+#include <strata/runtime/detail/output.hpp>
+#include <strata/runtime/detail/restorer.hpp>
 #include <strata/runtime/detail/task_gauges.hpp>
 #include <strata/runtime/detail/task_lifecycle.hpp>
 #include <strata/runtime/detail/task_manager.hpp>
 #include <strata/runtime/detail/topics.hpp>
 #include <strata/runtime/error.hpp>
 #include <strata/runtime/metadata.hpp>
-#include <strata/runtime/output.hpp>
 #include <strata/runtime/queries.hpp>
-#include <strata/runtime/detail/restorer.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <atomic>
@@ -61,7 +62,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
-namespace strata::runtime {
+namespace strata::runtime::detail {
 
 /// @brief One running copy of an application; see the file comment.
 class instance {
@@ -445,4 +446,4 @@ private:
     bool act_again_ = false;  // the tasks changed without a new decision (after fencing, a lost standby)
 };
 
-}  // namespace strata::runtime
+}  // namespace strata::runtime::detail
