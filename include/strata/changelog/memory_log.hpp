@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <ranges>
 #include <span>
 #include <string>
@@ -51,13 +52,11 @@ public:
     /// @brief One past the last record covered by a successful flush.
     [[nodiscard]] offset_t durable_offset() const noexcept { return durable_end_; }
 
+    class replay_range;
+
     /// @brief The records with offset >= from, in order, as `record_view`s
     /// into this log (valid until it is next modified).
-    [[nodiscard]] auto replay(offset_t from = 0) const {
-        const auto first = std::ranges::lower_bound(records_, from, {}, &record::offset);
-        return std::ranges::subrange(first, records_.end()) |
-               std::views::transform([](const record& r) { return r.view(); });
-    }
+    [[nodiscard]] replay_range replay(offset_t from = 0) const;
 
     /// @brief Every record held, in offset order.
     [[nodiscard]] std::span<const record> records() const noexcept { return records_; }
@@ -99,5 +98,51 @@ private:
     std::uint64_t flush_count_ = 0;
     bool fail_next_flush_ = false;
 };
+
+/// @brief What `memory_log::replay` returns: a forward view of `record_view`s
+/// over the log's records. Written out rather than `std::views::transform`
+/// over a subrange, which clang 15 cannot compile with libstdc++ 12.
+class memory_log::replay_range : public std::ranges::view_base {
+public:
+    class iterator {
+    public:
+        using iterator_concept = std::forward_iterator_tag;
+        using iterator_category = std::input_iterator_tag;  // yields values, not references
+        using value_type = record_view;
+        using difference_type = std::ptrdiff_t;
+
+        iterator() = default;
+        explicit iterator(const record* at) noexcept : at_(at) {}
+        [[nodiscard]] record_view operator*() const noexcept { return at_->view(); }
+        iterator& operator++() noexcept {
+            ++at_;
+            return *this;
+        }
+        iterator operator++(int) noexcept {
+            iterator before = *this;
+            ++at_;
+            return before;
+        }
+        friend bool operator==(const iterator&, const iterator&) = default;
+
+    private:
+        const record* at_ = nullptr;
+    };
+
+    replay_range() = default;
+    explicit replay_range(std::span<const record> records) noexcept : records_(records) {}
+    [[nodiscard]] iterator begin() const noexcept { return iterator(records_.data()); }
+    [[nodiscard]] iterator end() const noexcept { return iterator(records_.data() + records_.size()); }
+    [[nodiscard]] std::size_t size() const noexcept { return records_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return records_.empty(); }
+
+private:
+    std::span<const record> records_;
+};
+
+inline memory_log::replay_range memory_log::replay(offset_t from) const {
+    const auto first = std::ranges::lower_bound(records_, from, {}, &record::offset);
+    return replay_range(std::span<const record>(first, records_.end()));
+}
 
 }  // namespace strata

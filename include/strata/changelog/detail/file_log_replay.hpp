@@ -21,9 +21,11 @@
 namespace strata {
 
 /// @brief The range `file_log::replay` returns: an input view whose elements
-/// are `record_view`s. Copies share one read position.
+/// are `record_view`s. Copies share one read position. A view by
+/// `std::ranges::view_base`, not `view_interface` (whose members it would not
+/// use, and which clang 15 cannot instantiate with libstdc++ 12).
 template <file_system Fs>
-class basic_file_log<Fs>::replay_range : public std::ranges::view_interface<replay_range> {
+class basic_file_log<Fs>::replay_range : public std::ranges::view_base {
     struct source {
         std::filesystem::path path;
         std::uint64_t limit = 0;  ///< bytes of returned flushes when replay began
