@@ -1,4 +1,4 @@
-#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/detail/crc32c.hpp>
 #include <strata/changelog/detail/segment.hpp>
 #include <strata/changelog/file_log.hpp>
 #include <strata/core/concepts.hpp>

@@ -14,7 +14,7 @@
 // to the input also feed libFuzzer's coverage (extra counters), which steers
 // the search toward inputs that allocate more and more per byte.
 
-#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/detail/crc32c.hpp>
 #include <strata/changelog/detail/frame.hpp>
 #include <strata/detail/little_endian.hpp>
 #include <strata/core/bytes.hpp>

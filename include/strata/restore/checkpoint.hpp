@@ -15,7 +15,7 @@
 /// The file is replaced whole on each save (temp file, fsync, rename, fsync
 /// directory), so a crash leaves either the old or the new checkpoint.
 
-#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/detail/crc32c.hpp>
 #include <strata/detail/little_endian.hpp>
 #include <strata/detail/posix_file.hpp>
 #include <strata/core/bytes.hpp>

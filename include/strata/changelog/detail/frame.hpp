@@ -27,7 +27,7 @@
 /// the file holds is a torn write, and bytes inside a frame's extent are
 /// never mistaken for frames of their own.
 
-#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/detail/crc32c.hpp>
 #include <strata/detail/little_endian.hpp>
 #include <strata/core/bytes.hpp>
 

@@ -26,7 +26,7 @@
 /// the page cache) and is synced when the log opens and when it rolls a
 /// segment; after a power loss it may lag behind the last flushes.
 
-#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/detail/crc32c.hpp>
 #include <strata/detail/little_endian.hpp>
 #include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>

@@ -36,7 +36,7 @@
 /// past the previous entry (the first at least `interval` bytes into the
 /// file), so the index of a 64 MiB segment with 64 KiB intervals is 16 KiB.
 
-#include <strata/changelog/detail/crc32c.hpp>
+#include <strata/detail/crc32c.hpp>
 #include <strata/detail/little_endian.hpp>
 #include <strata/changelog/file_system.hpp>
 #include <strata/core/bytes.hpp>

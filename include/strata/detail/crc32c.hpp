@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// @brief CRC32C (Castagnoli), the checksum of every changelog frame and of
-/// checkpoint files. Castagnoli rather than the zlib polynomial because it
+/// checkpoint files (in strata/detail/, which the changelog and the
+/// checkpoint share). Castagnoli rather than the zlib polynomial because it
 /// detects more error patterns in short messages and x86 computes it in
 /// hardware (SSE4.2), which matters when a restore checks millions of frames.
 ///
