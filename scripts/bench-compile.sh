@@ -3,10 +3,12 @@
 # compiler for a few translation units, with g++ and clang++-15, at -O2,
 # each compiled REPS times in turn (the median is reported):
 #
-#   - the standard headers strata's core uses, alone (the floor);
+#   - the standard headers strata.hpp includes, alone (the floor), then with
+#     the Boost and range-v3 headers it includes;
 #   - `#include <strata.hpp>` and nothing else (the umbrella header);
 #   - docs/examples/tutorial.cpp (a typical user's file: a store, three
-#     decorators, a file log, restore);
+#     decorators, a file log, restore), and the same with -fsyntax-only (the
+#     front end alone: the rest of its time is generating its code);
 #   - `#include <strata/runtime/application.hpp>` (the runtime, with librdkafka).
 #
 # Nothing else may run meanwhile for the figures to mean anything. Prints a
@@ -30,40 +32,31 @@ bash scripts/setup.sh >/dev/null
 
 work="$(mktemp -d /tmp/bench-compile.XXXXXX)"
 trap 'rm -rf "${work}"' EXIT
-cat >"${work}/std.cpp" <<'CPP'
-#include <algorithm>
-#include <array>
-#include <chrono>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <filesystem>
-#include <functional>
-#include <map>
-#include <memory>
-#include <optional>
-#include <ranges>
-#include <span>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
-#include <variant>
-#include <vector>
-int main() {}
-CPP
 printf '#include <strata.hpp>\nint main() {}\n' >"${work}/umbrella.cpp"
+# The floor: the standard headers that strata.hpp includes (directly or
+# through strata's headers), alone; then with the Boost and range-v3 headers
+# strata's headers include. Both lists come from the compiler's own
+# dependency output, so they follow the headers as they change.
+g++ -std=c++20 -I"${repo_dir}/include" -M "${work}/umbrella.cpp" | tr ' \\' '\n\n' | grep . >"${work}/deps"
+{ grep -E '^/usr/include/c\+\+/[0-9]+/[a-z_]+$' "${work}/deps" | sed 's#.*/#\#include <#; s#$#>#'
+  echo 'int main() {}'; } >"${work}/std.cpp"
+{ grep -v 'int main' "${work}/std.cpp"
+  grep -E "^${repo_dir}/include/" "${work}/deps" | xargs grep -hE '^#include <(boost|range)/' | sort -u
+  echo 'int main() {}'; } >"${work}/third_party.cpp"
 printf '#include <strata/runtime/application.hpp>\nint main() {}\n' >"${work}/runtime.cpp"
 
-units=("standard headers:${work}/std.cpp" "strata.hpp:${work}/umbrella.cpp"
+units=("the standard headers strata.hpp includes:${work}/std.cpp"
+       "... and its Boost and range-v3 headers:${work}/third_party.cpp"
+       "strata.hpp:${work}/umbrella.cpp"
        "docs/examples/tutorial.cpp:${repo_dir}/docs/examples/tutorial.cpp"
+       "docs/examples/tutorial.cpp, front end only (-fsyntax-only):${repo_dir}/docs/examples/tutorial.cpp"
        "strata/runtime/application.hpp:${work}/runtime.cpp")
 
 # One compile: "seconds kilobytes", or "fails" (the compiler's first error in ${work}/error).
 measure() {
-  local cxx="$1" src="$2"
-  if /usr/bin/time -o "${work}/time" -f '%e %M' "${cxx}" -std=c++20 -O2 -I"${repo_dir}/include" \
+  local cxx="$1" src="$2" mode="-O2"
+  [[ "$3" == *"-fsyntax-only"* ]] && mode="-fsyntax-only"
+  if /usr/bin/time -o "${work}/time" -f '%e %M' "${cxx}" -std=c++20 ${mode} -I"${repo_dir}/include" \
        -I"${repo_dir}/docs/examples" -DSQLITE_ENABLE_PREUPDATE_HOOK=1 -c "${src}" -o "${work}/out.o" \
        >/dev/null 2>"${work}/stderr"; then
     cat "${work}/time"
@@ -86,7 +79,7 @@ for unit in "${units[@]}"; do
     : >"${work}/t" ; : >"${work}/m"
     failed=0
     for ((i = 0; i < reps; i++)); do
-      read -r s kb < <(measure "${cxx}" "${src}")
+      read -r s kb < <(measure "${cxx}" "${src}" "${name}")
       if [[ "${s}" == fails ]]; then failed=1; break; fi
       echo "${s}" >>"${work}/t"
       echo "${kb}" >>"${work}/m"
