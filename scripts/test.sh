@@ -11,7 +11,7 @@ bash "${root}/scripts/setup.sh"
 # Chromium, its driver and Selenium, for the status page's browser test.
 bash "${root}/scripts/setup-python.sh"
 # Debug information as line tables only (-g1): a backtrace or a sanitizer's
-# report still names file and line, and the build takes about a third less
+# report still names file and line, and the build takes about a fifth less
 # than with full -g (docs/benchmarks.md, "Build time of the test command").
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSTRATA_WARNINGS_AS_ERRORS=ON
