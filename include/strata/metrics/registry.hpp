@@ -92,12 +92,13 @@ public:
     /// @brief The counter with this name and labels, created on first use.
     /// @throws usage_error on an invalid name or label, or a type clash
     counter& counter_for(std::string_view name, std::string_view help, labels label_set = {}) {
-        return *std::get<std::unique_ptr<counter>>(
-            find_or_add(name, help, metric_type::counter, std::move(label_set),
-                        [](const std::vector<double>&) {
-                            return stored{std::make_unique<counter>()};
-                        })
-                .metric);
+        return *find_or_add(name, help, metric_type::counter, std::move(label_set),
+                            [](const std::vector<double>&) {
+                                stored s;
+                                s.counter_metric = std::make_unique<counter>();
+                                return s;
+                            })
+                    .counter_metric;
     }
 
     /// @brief The gauge with this name and labels, created on first use.
@@ -106,9 +107,11 @@ public:
     gauge& gauge_for(std::string_view name, std::string_view help, labels label_set = {}) {
         auto& s = find_or_add(name, help, metric_type::gauge, std::move(label_set),
                               [](const std::vector<double>&) {
-                                  return stored{std::make_unique<gauge>()};
+                                  stored made;
+                                  made.gauge_metric = std::make_unique<gauge>();
+                                  return made;
                               });
-        if (auto* g = std::get_if<std::unique_ptr<gauge>>(&s.metric)) return **g;
+        if (s.gauge_metric) return *s.gauge_metric;
         throw usage_error("strata: metric '" + std::string(name) +
                           "' already has a callback gauge with these labels; it cannot also "
                           "be a stored gauge");
@@ -153,15 +156,16 @@ public:
         bool created = false;
         auto make = [&](const std::vector<double>&) {
             created = true;
-            return stored{std::move(fn)};
+            stored made;
+            made.callback = std::move(fn);
+            return made;
         };
         auto& s = find_or_add(name, help, metric_type::gauge, std::move(label_set), make);
-        auto* existing = std::get_if<std::function<double()>>(&s.metric);
-        if (existing == nullptr)
+        if (!s.callback)  // a stored gauge: callbacks are never empty
             throw usage_error("strata: metric '" + std::string(name) +
                               "' already has a stored gauge with these labels; it cannot also "
                               "be a callback gauge");
-        if (!created) *existing = std::move(fn);
+        if (!created) s.callback = std::move(fn);
     }
 
     /// @brief Unregisters a callback gauge; once this returns the callback is
@@ -175,7 +179,7 @@ public:
         if (fam == families_.end()) return false;
         const auto it = fam->second.series.find(key);
         if (it == fam->second.series.end()) return false;
-        if (!std::holds_alternative<std::function<double()>>(it->second.metric))
+        if (!it->second.callback)
             throw usage_error("strata: metric '" + std::string(name) +
                               "' with these labels is not a callback gauge; stored metrics live "
                               "as long as the registry");
@@ -193,16 +197,27 @@ public:
         for (const auto& [name, fam] : families_) {
             views.clear();
             for (const auto& [label_set, s] : fam.series)
-                views.push_back(series_view{label_set, std::visit(view_of{}, s.metric)});
+                views.push_back(series_view{label_set, s.view()});
             f(family_view{name, fam.help, fam.type, views});
         }
     }
 
 private:
+    /// One series' metric: exactly one member is set. Not a std::variant,
+    /// whose instantiation cost every translation unit that includes this
+    /// header about a tenth of a second.
     struct stored {
-        std::variant<std::unique_ptr<counter>, std::unique_ptr<gauge>,
-                     std::unique_ptr<histogram>, std::function<double()>>
-            metric;
+        std::unique_ptr<counter> counter_metric;
+        std::unique_ptr<gauge> gauge_metric;
+        std::unique_ptr<histogram> histogram_metric;
+        std::function<double()> callback;
+
+        [[nodiscard]] metric_ref view() const noexcept {
+            if (counter_metric) return counter_metric.get();
+            if (gauge_metric) return gauge_metric.get();
+            if (histogram_metric) return histogram_metric.get();
+            return &callback;
+        }
     };
 
     struct family {
@@ -210,14 +225,6 @@ private:
         std::string help;
         std::vector<double> bounds;  // histograms only
         std::map<labels, stored> series;
-    };
-
-    struct view_of {
-        template <class T>
-        metric_ref operator()(const std::unique_ptr<T>& p) const noexcept {
-            return p.get();
-        }
-        metric_ref operator()(const std::function<double()>& fn) const noexcept { return &fn; }
     };
 
     static constexpr std::string_view histogram_suffixes[] = {"_bucket", "_sum", "_count"};
@@ -237,14 +244,16 @@ private:
                 throw usage_error("strata: label 'le' on histogram '" + std::string(name) +
                                   "' is reserved for bucket bounds");
         }
-        std::stable_sort(label_set.begin(), label_set.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        const auto dup = std::adjacent_find(
-            label_set.begin(), label_set.end(),
-            [](const auto& a, const auto& b) { return a.first == b.first; });
-        if (dup != label_set.end())
-            throw usage_error("strata: label '" + dup->first + "' appears twice on metric '" +
-                              std::string(name) + "'");
+        // An insertion sort by name: a metric has a few labels, and
+        // std::stable_sort's instantiation is not free in every translation
+        // unit. Equal names throw below, so stability does not matter.
+        for (std::size_t i = 1; i < label_set.size(); ++i)
+            for (std::size_t j = i; j > 0 && label_set[j].first < label_set[j - 1].first; --j)
+                label_set[j].swap(label_set[j - 1]);
+        for (std::size_t i = 1; i < label_set.size(); ++i)
+            if (label_set[i].first == label_set[i - 1].first)
+                throw usage_error("strata: label '" + label_set[i].first +
+                                  "' appears twice on metric '" + std::string(name) + "'");
         return label_set;
     }
 
@@ -310,11 +319,12 @@ private:
     histogram& histogram_impl(std::string_view name, std::string_view help, labels label_set,
                               std::optional<std::span<const double>> bounds) {
         auto make = [](const std::vector<double>& b) {
-            return stored{std::make_unique<histogram>(std::span<const double>(b))};
+            stored made;
+            made.histogram_metric = std::make_unique<histogram>(std::span<const double>(b));
+            return made;
         };
-        return *std::get<std::unique_ptr<histogram>>(
-            find_or_add(name, help, metric_type::histogram, std::move(label_set), make, bounds)
-                .metric);
+        return *find_or_add(name, help, metric_type::histogram, std::move(label_set), make, bounds)
+                    .histogram_metric;
     }
 
     mutable std::mutex mutex_;
