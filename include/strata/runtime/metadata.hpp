@@ -22,6 +22,7 @@
 #include <strata/core/bytes.hpp>
 #include <strata/kafka/murmur2.hpp>
 #include <strata/runtime/detail/coordination.hpp>
+#include <strata/runtime/standby_lag.hpp>
 #include <strata/serde/encode.hpp>
 
 #include <algorithm>

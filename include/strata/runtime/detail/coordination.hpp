@@ -10,9 +10,9 @@
 /// are read is in coordination_state.hpp, what the leader writes in
 /// leader.hpp, and what an instance does with a decision in handoff.hpp.
 ///
-/// `standby_lag` keeps the namespace strata::runtime: users meet it in
-/// `instance_metadata::standby_lags` (metadata.hpp). The records are the
-/// runtime's, in strata::runtime::detail.
+/// The records are the runtime's, in strata::runtime::detail; the one a
+/// user meets, `standby_lag` (in `instance_metadata::standby_lags`), is in
+/// runtime/standby_lag.hpp.
 ///
 /// Why not the group's own assignment: the partition assignors librdkafka
 /// ships cannot be told about standbys or about a copy still warming up, and
@@ -21,6 +21,7 @@
 /// leader, and its generation fences the commits of an instance it expelled.
 
 #include <strata/core/bytes.hpp>
+#include <strata/runtime/standby_lag.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/serde/encode.hpp>
 
@@ -33,17 +34,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace strata::runtime {
-
-/// @brief A standby task an instance keeps, and how many changelog records
-/// it is behind (the largest lag over the task's stores).
-struct standby_lag {
-    BOOST_HANA_DEFINE_STRUCT(standby_lag, (std::int32_t, task), (std::int64_t, lag));
-    friend bool operator==(const standby_lag&, const standby_lag&) = default;
-};
-
-}  // namespace strata::runtime
 
 namespace strata::runtime::detail {
 
