@@ -45,17 +45,17 @@ g++ -std=c++20 -I"${repo_dir}/include" -M "${work}/umbrella.cpp" | tr ' \\' '\n\
   echo 'int main() {}'; } >"${work}/third_party.cpp"
 printf '#include <strata/runtime/application.hpp>\nint main() {}\n' >"${work}/runtime.cpp"
 
-units=("the standard headers strata.hpp includes:${work}/std.cpp"
-       "... and its Boost and range-v3 headers:${work}/third_party.cpp"
-       "strata.hpp:${work}/umbrella.cpp"
-       "docs/examples/tutorial.cpp:${repo_dir}/docs/examples/tutorial.cpp"
-       "docs/examples/tutorial.cpp, front end only (-fsyntax-only):${repo_dir}/docs/examples/tutorial.cpp"
-       "strata/runtime/application.hpp:${work}/runtime.cpp")
+# Each unit: its name, the compiler's mode, its source.
+units=("the standard headers strata.hpp includes:-O2:${work}/std.cpp"
+       "... and its Boost and range-v3 headers:-O2:${work}/third_party.cpp"
+       "strata.hpp:-O2:${work}/umbrella.cpp"
+       "docs/examples/tutorial.cpp:-O2:${repo_dir}/docs/examples/tutorial.cpp"
+       "docs/examples/tutorial.cpp, front end only (-fsyntax-only):-fsyntax-only:${repo_dir}/docs/examples/tutorial.cpp"
+       "strata/runtime/application.hpp:-O2:${work}/runtime.cpp")
 
 # One compile: "seconds kilobytes", or "fails" (the compiler's first error in ${work}/error).
 measure() {
-  local cxx="$1" src="$2" mode="-O2"
-  [[ "$3" == *"-fsyntax-only"* ]] && mode="-fsyntax-only"
+  local cxx="$1" mode="$2" src="$3"
   if /usr/bin/time -o "${work}/time" -f '%e %M' "${cxx}" -std=c++20 ${mode} -I"${repo_dir}/include" \
        -I"${repo_dir}/docs/examples" -DSQLITE_ENABLE_PREUPDATE_HOOK=1 -c "${src}" -o "${work}/out.o" \
        >/dev/null 2>"${work}/stderr"; then
@@ -73,13 +73,13 @@ echo
 echo "| unit | compiler | seconds | peak MB |"
 echo "|---|---|---:|---:|"
 for unit in "${units[@]}"; do
-  name="${unit%%:*}" src="${unit#*:}"
+  IFS=: read -r name mode src <<<"${unit}"
   for cxx in ${compilers}; do
     command -v "${cxx}" >/dev/null || continue
     : >"${work}/t" ; : >"${work}/m"
     failed=0
     for ((i = 0; i < reps; i++)); do
-      read -r s kb < <(measure "${cxx}" "${src}" "${name}")
+      read -r s kb < <(measure "${cxx}" "${mode}" "${src}")
       if [[ "${s}" == fails ]]; then failed=1; break; fi
       echo "${s}" >>"${work}/t"
       echo "${kb}" >>"${work}/m"
