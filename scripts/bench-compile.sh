@@ -28,7 +28,7 @@ while (($#)); do
     *) echo "bench-compile: unknown option $1" >&2; exit 2 ;;
   esac
 done
-bash scripts/setup.sh >/dev/null
+bash scripts/setup.sh --with-clang >/dev/null
 
 work="$(mktemp -d /tmp/bench-compile.XXXXXX)"
 trap 'rm -rf "${work}"' EXIT

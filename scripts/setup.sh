@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every system package strata's build, tests, demo and
 # benchmarks need. Safe to run again: it only installs what is missing.
+#
+# Usage: scripts/setup.sh [--with-clang]
+#   --with-clang  also clang-15, which the test command needs: the core is
+#                 checked with clang++-15 too, and the ThreadSanitizer build
+#                 and the fuzz targets are built with it
 set -euo pipefail
+with_clang=0
+while (($#)); do
+  case "$1" in
+    --with-clang) with_clang=1; shift ;;
+    *) echo "strata setup: unknown option $1" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -12,6 +24,7 @@ packages=(
   librocksdb-dev libsqlite3-dev
   maven openjdk-17-jdk-headless
 )
+((with_clang)) && packages+=(clang-15 libclang-common-15-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,14 +11,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${STRATA_TSAN_BUILD_DIR:-${root}/build-tsan}"
 broker="${root}/scripts/kafka-broker.sh"
 
-if ! command -v clang++-15 >/dev/null 2>&1; then
-  echo "test-thread-sanitizer: installing clang-15"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-15 libclang-common-15-dev
-fi
-bash "${root}/scripts/setup.sh" >/dev/null
+bash "${root}/scripts/setup.sh" --with-clang >/dev/null
 
 # Not runtime_scale_test: it bounds the records a warm copy restores when a
 # task moves to it, by timing that holds at normal speed; under the

@@ -7,7 +7,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${STRATA_BUILD_DIR:-${root}/build}"
 broker="${root}/scripts/kafka-broker.sh"
 
-bash "${root}/scripts/setup.sh"
+bash "${root}/scripts/setup.sh" --with-clang
 # Chromium, its driver and Selenium, for the status page's browser test.
 bash "${root}/scripts/setup-python.sh"
 # Debug information as line tables only (-g1): a backtrace or a sanitizer's
