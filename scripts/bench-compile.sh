@@ -9,6 +9,8 @@
 #   - docs/examples/tutorial.cpp (a typical user's file: a store, three
 #     decorators, a file log, restore), and the same with -fsyntax-only (the
 #     front end alone: the rest of its time is generating its code);
+#   - the tutorial with STRATA_SEPARATE_COMPILATION, and the .cpp that then
+#     compiles strata's common parts once (strata/separate_compilation.hpp);
 #   - `#include <strata/runtime/application.hpp>` (the runtime, with librdkafka).
 #
 # Nothing else may run meanwhile for the figures to mean anything. Prints a
@@ -44,6 +46,7 @@ g++ -std=c++20 -I"${repo_dir}/include" -M "${work}/umbrella.cpp" | tr ' \\' '\n\
   grep -E "^${repo_dir}/include/" "${work}/deps" | xargs grep -hE '^#include <(boost|range)/' | sort -u
   echo 'int main() {}'; } >"${work}/third_party.cpp"
 printf '#include <strata/runtime/application.hpp>\nint main() {}\n' >"${work}/runtime.cpp"
+printf '#include <strata/separate_compilation.hpp>\n' >"${work}/compiled_once.cpp"
 
 # Each unit: its name, the compiler's mode, its source.
 units=("the standard headers strata.hpp includes:-O2:${work}/std.cpp"
@@ -51,6 +54,8 @@ units=("the standard headers strata.hpp includes:-O2:${work}/std.cpp"
        "strata.hpp:-O2:${work}/umbrella.cpp"
        "docs/examples/tutorial.cpp:-O2:${repo_dir}/docs/examples/tutorial.cpp"
        "docs/examples/tutorial.cpp, front end only (-fsyntax-only):-fsyntax-only:${repo_dir}/docs/examples/tutorial.cpp"
+       "docs/examples/tutorial.cpp with STRATA_SEPARATE_COMPILATION:-O2 -DSTRATA_SEPARATE_COMPILATION:${repo_dir}/docs/examples/tutorial.cpp"
+       "... and strata/separate_compilation.hpp, compiled once:-O2 -DSTRATA_SEPARATE_COMPILATION:${work}/compiled_once.cpp"
        "strata/runtime/application.hpp:-O2:${work}/runtime.cpp")
 
 # One compile: "seconds kilobytes", or "fails" (the compiler's first error in ${work}/error).

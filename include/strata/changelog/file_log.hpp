@@ -454,3 +454,10 @@ using file_log = basic_file_log<posix_file_system>;
 #include <strata/changelog/detail/file_log_compaction.hpp>
 #include <strata/changelog/detail/file_log_recovery.hpp>
 #include <strata/changelog/detail/file_log_replay.hpp>
+
+#if defined(STRATA_SEPARATE_COMPILATION)
+// Compiled once, where <strata/separate_compilation.hpp> is included.
+namespace strata {
+extern template class basic_file_log<posix_file_system>;
+}  // namespace strata
+#endif

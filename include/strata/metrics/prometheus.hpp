@@ -80,7 +80,8 @@ inline void append_histogram(std::string& out, std::string_view name, const labe
 /// `# HELP` and one `# TYPE` line, then its samples; families in name order,
 /// series in label order, so equal registries render equal text. Callback
 /// gauges are evaluated now, on this thread.
-inline void write_prometheus(std::string& out, const registry& r) {
+template <class Mutex>
+void write_prometheus(std::string& out, const basic_registry<Mutex>& r) {
     r.for_each_family([&out](const family_view& fam) {
         out += "# HELP ";
         out += fam.name;
@@ -117,10 +118,19 @@ inline void write_prometheus(std::string& out, const registry& r) {
 
 /// @brief The exposition of every metric in r, as a string (see
 /// `write_prometheus`). Serve it with `prometheus_content_type`.
-[[nodiscard]] inline std::string to_prometheus(const registry& r) {
+template <class Mutex>
+[[nodiscard]] std::string to_prometheus(const basic_registry<Mutex>& r) {
     std::string out;
     write_prometheus(out, r);
     return out;
 }
 
 }  // namespace strata::metrics
+
+#if defined(STRATA_SEPARATE_COMPILATION)
+// Compiled once, where <strata/separate_compilation.hpp> is included.
+namespace strata::metrics {
+extern template void write_prometheus(std::string&, const registry&);
+extern template std::string to_prometheus(const registry&);
+}  // namespace strata::metrics
+#endif

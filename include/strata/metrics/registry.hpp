@@ -83,11 +83,17 @@ struct family_view {
 /// has a single-writer contract (see `counter`), so two stores must not
 /// share one series: give them distinct labels (e.g. the store name and
 /// partition).
-class registry {
+///
+/// `registry` is `basic_registry<>`, a template only so that its members are
+/// compiled where they are used: as a plain class, every translation unit
+/// that includes this header compiled its maps of labels and their lookups
+/// (docs/benchmarks.md, "Compile time").
+template <class Mutex = std::mutex>
+class basic_registry {
 public:
-    registry() = default;
-    registry(const registry&) = delete;
-    registry& operator=(const registry&) = delete;
+    basic_registry() = default;
+    basic_registry(const basic_registry&) = delete;
+    basic_registry& operator=(const basic_registry&) = delete;
 
     /// @brief The counter with this name and labels, created on first use.
     /// @throws usage_error on an invalid name or label, or a type clash
@@ -327,8 +333,18 @@ private:
                     .histogram_metric;
     }
 
-    mutable std::mutex mutex_;
+    mutable Mutex mutex_;
     std::map<std::string, family, std::less<>> families_;
 };
 
+/// @brief The registry of metrics (see `basic_registry`).
+using registry = basic_registry<>;
+
 }  // namespace strata::metrics
+
+#if defined(STRATA_SEPARATE_COMPILATION)
+// Compiled once, where <strata/separate_compilation.hpp> is included.
+namespace strata::metrics {
+extern template class basic_registry<std::mutex>;
+}  // namespace strata::metrics
+#endif

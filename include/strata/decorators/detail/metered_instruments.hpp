@@ -22,8 +22,12 @@ struct op_meter {
 
 /// The store's metrics, looked up once: the hot path touches only these.
 struct store_instruments {
-    store_instruments(metrics::registry& reg, const std::string& store, const metrics::labels& extra,
-                std::uint32_t time_one_in)
+    /// A template (Registry is metrics::registry) only so that the registry's
+    /// members it calls are compiled where a metered store is, not in every
+    /// translation unit that includes the decorators.
+    template <class Registry>
+    store_instruments(Registry& reg, const std::string& store, const metrics::labels& extra,
+                      std::uint32_t time_one_in)
         : registry(&reg) {
         metrics::labels of_store{{"store", store}};
         of_store.insert(of_store.end(), extra.begin(), extra.end());
