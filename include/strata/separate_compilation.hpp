@@ -2,7 +2,7 @@
 /// @file
 /// @brief Compiles, once, the parts of strata that do not depend on a
 /// program's own types: the file log on POSIX files, the metrics registry
-/// and its Prometheus rendering.
+/// and its Prometheus rendering, and the lookup of a metered store's metrics.
 ///
 /// strata is header-only: every translation unit that uses the file log
 /// compiles it again. A program with many of them can compile these parts
@@ -22,6 +22,7 @@
 #endif
 
 #include <strata/changelog/file_log.hpp>
+#include <strata/decorators/metered.hpp>
 #include <strata/metrics/prometheus.hpp>
 #include <strata/metrics/registry.hpp>
 
@@ -31,6 +32,11 @@
 namespace strata {
 template class basic_file_log<posix_file_system>;
 }  // namespace strata
+
+namespace strata::detail {
+template store_instruments::store_instruments(metrics::registry&, const std::string&, const metrics::labels&,
+                                              std::uint32_t);
+}  // namespace strata::detail
 
 namespace strata::metrics {
 template class basic_registry<std::mutex>;

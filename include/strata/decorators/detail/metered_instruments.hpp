@@ -101,4 +101,10 @@ struct metering_listener {
     }
 };
 
+#if defined(STRATA_SEPARATE_COMPILATION)
+// Compiled once, where <strata/separate_compilation.hpp> is included.
+extern template store_instruments::store_instruments(metrics::registry&, const std::string&, const metrics::labels&,
+                                                     std::uint32_t);
+#endif
+
 }  // namespace strata::detail
