@@ -14,7 +14,7 @@
 ///    translation units that include them no longer generate their code;
 /// 2. include this header in exactly one .cpp file of the program.
 ///
-/// docs/examples/tutorial.cpp compiles in 5.0 s this way instead of 8.0 s
+/// docs/examples/tutorial.cpp compiles in 4.8 s this way instead of 7.8 s
 /// (docs/benchmarks.md, "Compile time").
 
 #if !defined(STRATA_SEPARATE_COMPILATION)
