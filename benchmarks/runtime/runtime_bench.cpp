@@ -7,6 +7,10 @@
 //   runtime_bench throughput ...  N records prefilled, one instance, wall
 //                                 time from its start until the group has
 //                                 committed every input offset; its CPU time
+//   runtime_bench scale ...       one instance (or a few) over --partitions
+//                                 P: time until every task runs, and the
+//                                 threads, Kafka clients, sockets and memory
+//                                 each instance holds then
 //   runtime_bench failover ...    three instances, input at a steady rate,
 //                                 SIGKILL of one after a while, then for each
 //                                 task it owned: detection, assignment,
@@ -79,7 +83,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-constexpr std::int32_t partitions = 6;
+/// The partitions of the input and output topics: 6, or `--partitions` of
+/// the scale command (set once, before any topic is made).
+std::int32_t partitions = 6;
 
 std::int64_t wall_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -213,6 +219,33 @@ public:
         for (std::string l; std::getline(in, l);)
             if (l.rfind("VmHWM:", 0) == 0) return std::stod(l.substr(6)) / 1024.0;
         return -1;
+    }
+
+    /// What the process holds now: threads, librdkafka clients (each has
+    /// one "rdk:main" thread), open sockets, resident set in MiB.
+    struct resources {
+        int threads = 0, kafka_clients = 0, sockets = 0;
+        double rss_mib = -1;
+    };
+    [[nodiscard]] resources holds() const {
+        resources r;
+        const fs::path proc = "/proc/" + std::to_string(pid_);
+        std::error_code ec;
+        for (const auto& t : fs::directory_iterator(proc / "task", ec)) {
+            ++r.threads;
+            std::ifstream comm(t.path() / "comm");
+            std::string name;
+            std::getline(comm, name);
+            if (name == "rdk:main") ++r.kafka_clients;
+        }
+        for (const auto& fd : fs::directory_iterator(proc / "fd", ec)) {
+            const fs::path target = fs::read_symlink(fd.path(), ec);
+            if (!ec && target.string().rfind("socket:", 0) == 0) ++r.sockets;
+        }
+        std::ifstream status(proc / "status");
+        for (std::string l; std::getline(status, l);)
+            if (l.rfind("VmRSS:", 0) == 0) r.rss_mib = std::stod(l.substr(6)) / 1024.0;
+        return r;
     }
 
     [[nodiscard]] std::vector<std::string> lines() const {
@@ -729,6 +762,73 @@ void cmd_throughput(const args& a) {
     j.print();
 }
 
+// ------------------------------------------------------------------ scale --
+
+/// One instance (or --instances N, with --standbys) over an input of
+/// --partitions P: the time from its start until every task runs, and what
+/// each instance holds then (threads, Kafka clients, sockets, memory), so
+/// that a run at several P shows how those grow with the partitions.
+void cmd_scale(const args& a) {
+    const system_options o(a);
+    if (!o.strata()) throw std::invalid_argument("scale: --system strata only");
+    const std::uint64_t instances = a.num("instances", 1);
+    const double timeout_s = a.real("timeout-s", 120), settle_s = a.real("settle-s", 3);
+    json j;
+    j.put("command", "scale");
+    o.describe(j);
+    j.put("partitions", partitions).put("instances", instances);
+
+    run_space space(o, a);
+    // Records until every partition has a few: a task says it started when
+    // it processed its first record.
+    input_writer in(o.bootstrap, o.input, 100 * static_cast<std::uint64_t>(partitions));
+    const auto fewest = [&] {
+        std::size_t n = SIZE_MAX;
+        for (const auto& w : in.written()) n = std::min(n, w.size());
+        return n;
+    };
+    for (std::uint64_t i = 0; fewest() < 3; ++i) in.write(i);
+    in.flush();
+
+    std::vector<std::unique_ptr<child>> cs;
+    for (std::uint64_t i = 0; i < instances; ++i) cs.push_back(space.start("i" + std::to_string(i)));
+    const auto started = [&] {
+        std::set<std::string> tasks;
+        for (const auto& c : cs)
+            for (const auto& e : events_of(c->lines()))
+                if (e.kind == "started") tasks.insert(e.text("task"));
+        return tasks.size();
+    };
+    bool all = false;
+    while (!(all = started() >= static_cast<std::size_t>(partitions))) {
+        for (const auto& c : cs)
+            if (!c->running()) throw std::runtime_error("instance " + c->name() + " ended early: " + c->how_it_ended());
+        if (since(cs.front()->start()) > timeout_s) break;
+        std::this_thread::sleep_for(50ms);
+    }
+    const double all_running_s = since(cs.front()->start());
+    if (!all)
+        throw std::runtime_error(std::to_string(started()) + " of " + std::to_string(partitions) +
+                                 " tasks running after " + std::to_string(timeout_s) + " s");
+    j.put("all_running_s", all_running_s);
+    // Standbys and restores settle; then what each instance holds.
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
+    int max_threads = 0, max_clients = 0, max_sockets = 0;
+    double max_rss = 0;
+    for (const auto& c : cs) {
+        const child::resources r = c->holds();
+        max_threads = std::max(max_threads, r.threads);
+        max_clients = std::max(max_clients, r.kafka_clients);
+        max_sockets = std::max(max_sockets, r.sockets);
+        max_rss = std::max(max_rss, r.rss_mib);
+    }
+    j.put("threads", max_threads).put("kafka_clients", max_clients).put("sockets", max_sockets).put("rss_mib", max_rss);
+    bool stopped = true;
+    for (const auto& c : cs) stopped = stop(*c) && stopped;
+    j.put("stopped_cleanly", stopped);
+    j.print();
+}
+
 // --------------------------------------------------------------- failover --
 
 /// The breakdown of one task's move to a survivor.
@@ -1033,7 +1133,8 @@ int main(int argc, char** argv) {
                      "  failover   [--rate 5000] [--keys 100k] [--duration-s 40] [--kill-after-s 15]\n"
                      "             [--standbys 0] [--instances 3] [--settle-s 2] [--max-kill-wait-s 60]\n"
                      "             [--drain-timeout-s 180]\n"
-                     "Topics <PREFIX>-input and <PREFIX>-output (6 partitions) are created fresh, application\n"
+                     "  scale      [--partitions 6] [--instances 1] [--standbys 0] [--settle-s 3] [--timeout-s 120]\n"
+                     "Topics <PREFIX>-input and <PREFIX>-output (6 partitions, or --partitions) are created fresh, application\n"
                      "id <PREFIX>-app; one JSON line on stdout.\n");
         return 2;
     }
@@ -1043,6 +1144,10 @@ int main(int argc, char** argv) {
         const args a(argc, argv);
         if (cmd == "throughput") cmd_throughput(a);
         else if (cmd == "failover") cmd_failover(a);
+        else if (cmd == "scale") {
+            partitions = static_cast<std::int32_t>(a.num("partitions", 6));
+            cmd_scale(a);
+        }
         else throw std::invalid_argument("unknown command " + cmd);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "runtime_bench: error: %s\n", e.what());

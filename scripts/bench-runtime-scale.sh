@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# How an instance's costs grow with its partitions: builds the runtime
+# benchmark (benchmarks/runtime, Release), starts a broker unless one runs,
+# and for each partition count runs `runtime_bench scale` under both
+# guarantees, with one instance and with two instances and one standby each.
+# Each run reports the time from the start until every task processed a
+# record, and the threads, Kafka clients (librdkafka handles), sockets and
+# resident memory of an instance then (the larger of the two instances').
+# Prints a Markdown table; raw JSON lines go to
+# build-bench/results/runtime-scale/.
+#
+# Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"]
+#
+# The store of the benchmark's topology is one logged key-value store per
+# task (aggregate_app), so a task has one changelog.
+set -euo pipefail
+repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${repo_dir}"
+
+partition_counts="16 64 256"
+while (($#)); do
+  case "$1" in
+    --partitions) partition_counts="$2"; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-runtime-scale: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+say() { echo "bench-runtime-scale: $*" >&2; }
+
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+out_dir="${repo_dir}/build-bench/results/runtime-scale/${stamp}"
+work_dir="$(mktemp -d /tmp/strata-runtime-scale.XXXXXX)"
+mkdir -p "${out_dir}"
+raw="${out_dir}/raw.jsonl" log="${out_dir}/run.log"
+: >"${raw}"
+
+bash scripts/setup.sh >/dev/null
+say "building benchmarks/runtime (Release)"
+commit="$(git rev-parse --short HEAD)"
+[[ -z "$(git status --porcelain -- include test/runtime/app benchmarks/runtime)" ]] || commit+=" with uncommitted changes"
+cmake -S benchmarks/runtime -B build-bench/runtime -G Ninja -DCMAKE_BUILD_TYPE=Release >>"${log}" 2>&1
+cmake --build build-bench/runtime -j2 >>"${log}" 2>&1
+
+source scripts/lib/broker.sh
+broker_up "${log}"
+trap 'rm -rf "${work_dir}"; broker_down "${log}"' EXIT
+
+for p in ${partition_counts}; do
+  for g in at_least_once exactly_once; do
+    for layout in "1 0" "2 1"; do
+      read -r instances standbys <<<"${layout}"
+      name="sc-${stamp,,}-p${p}-${g%%_*}-i${instances}"
+      say "${p} partitions, ${g}, ${instances} instance(s), ${standbys} standby"
+      if line="$(build-bench/runtime/runtime_bench scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
+          --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --partitions "${p}" --guarantee "${g}" \
+          --instances "${instances}" --standbys "${standbys}" 2>>"${log}" | tail -n 1)" && [[ "${line}" == "{"* ]]; then
+        echo "${line}" >>"${raw}"
+      else
+        say "  FAILED (see ${log})"
+        echo "{\"partitions\":${p},\"guarantee\":\"${g}\",\"instances\":${instances},\"failed\":true}" >>"${raw}"
+      fi
+    done
+  done
+done
+
+python3 - "${raw}" "${commit}" "${partition_counts}" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(f"From `scripts/bench-runtime-scale.sh --partitions \"{sys.argv[3]}\"` at {sys.argv[2]}: "
+      "one logged store per task; per instance (the larger of two).")
+print()
+print("| partitions | guarantee | instances (standbys) | all tasks running s | threads | Kafka clients | sockets | RSS MiB |")
+print("|---:|---|---|---:|---:|---:|---:|---:|")
+for r in rows:
+    layout = f"{r['instances']} ({r.get('standbys', 0)} each)"
+    if r.get("failed"):
+        print(f"| {r['partitions']} | {r['guarantee']} | {layout} | failed | | | | |")
+        continue
+    print(f"| {r['partitions']} | {r['guarantee']} | {layout} | {r['all_running_s']:.2f} | {r['threads']} "
+          f"| {r['kafka_clients']} | {r['sockets']} | {r['rss_mib']:.0f} |")
+EOF
