@@ -57,7 +57,7 @@ for p in ${partition_counts}; do
         echo "${line}" >>"${raw}"
       else
         say "  FAILED (see ${log})"
-        echo "{\"partitions\":${p},\"guarantee\":\"${g}\",\"instances\":${instances},\"failed\":true}" >>"${raw}"
+        echo "{\"partitions\":${p},\"guarantee\":\"${g}\",\"instances\":${instances},\"standbys\":${standbys},\"failed\":true}" >>"${raw}"
       fi
     done
   done
