@@ -55,6 +55,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -214,12 +215,7 @@ public:
     }
 
     /// Peak resident set (VmHWM) in MiB, -1 if unknown.
-    [[nodiscard]] double peak_rss_mib() const {
-        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-        for (std::string l; std::getline(in, l);)
-            if (l.rfind("VmHWM:", 0) == 0) return std::stod(l.substr(6)) / 1024.0;
-        return -1;
-    }
+    [[nodiscard]] double peak_rss_mib() const { return status_mib("VmHWM:"); }
 
     /// What the process holds now: threads, librdkafka clients (each has
     /// one "rdk:main" thread), open sockets, resident set in MiB.
@@ -242,9 +238,7 @@ public:
             const fs::path target = fs::read_symlink(fd.path(), ec);
             if (!ec && target.string().rfind("socket:", 0) == 0) ++r.sockets;
         }
-        std::ifstream status(proc / "status");
-        for (std::string l; std::getline(status, l);)
-            if (l.rfind("VmRSS:", 0) == 0) r.rss_mib = std::stod(l.substr(6)) / 1024.0;
+        r.rss_mib = status_mib("VmRSS:");
         return r;
     }
 
@@ -256,6 +250,15 @@ public:
     }
 
 private:
+    /// A size field of /proc/<pid>/status ("VmHWM:", "VmRSS:", in kB there)
+    /// in MiB, -1 if unknown.
+    [[nodiscard]] double status_mib(std::string_view field) const {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+        for (std::string l; std::getline(in, l);)
+            if (l.rfind(field, 0) == 0) return std::stod(l.substr(field.size())) / 1024.0;
+        return -1;
+    }
+
     std::string name_;
     fs::path out_;
     pid_t pid_ = -1;

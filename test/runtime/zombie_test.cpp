@@ -28,6 +28,13 @@ std::vector<std::string> app_args(const std::string& app, const std::string& inp
             "--commit-ms", "200",                   "--session-ms", "6000"};
 }
 
+/// How many `started task=` lines `p` printed: the tasks it started.
+std::size_t tasks_started(const instance_process& p) {
+    std::size_t n = 0;
+    for (const auto& l : p.lines()) n += l.rfind("started task=", 0) == 0 ? 1 : 0;
+    return n;
+}
+
 /// Input at about one record a millisecond, for a while at a time.
 class paced_input : public input_writer {
 public:
@@ -42,19 +49,14 @@ public:
         flush();
     }
 
-    /// Writes until `p` has started a task, at most for `limit`: an instance
-    /// paused before it runs one has nothing to lose or hand over, and under
-    /// load the first assignment can take longer than any fixed wait.
-    void write_until_running(const instance_process& p, std::chrono::seconds limit = 60s) {
+    /// Writes until `p` has started `tasks` tasks, at most for `limit`: an
+    /// instance paused before it runs one has nothing to lose or hand over,
+    /// and under load the first assignment can take longer than any fixed wait.
+    void write_until_running(const instance_process& p, std::size_t tasks = 1, std::chrono::seconds limit = 60s) {
         const auto until = std::chrono::steady_clock::now() + limit;
-        const auto started = [&] {
-            for (const auto& l : p.lines())
-                if (l.rfind("started task=", 0) == 0) return true;
-            return false;
-        };
-        while (!started() && std::chrono::steady_clock::now() < until) write_for(500ms);
+        while (tasks_started(p) < tasks && std::chrono::steady_clock::now() < until) write_for(500ms);
         INFO(p.output());
-        REQUIRE(started());
+        REQUIRE(tasks_started(p) >= tasks);
     }
 
 private:
@@ -284,14 +286,9 @@ TEST_CASE("runtime: exactly-once, an instance whose producer is fenced just befo
     paced_input in(input, partitions, keys);
     {
         instance_process a(args, dir / "a-1.log");
-        const auto started = [&] {
-            int n = 0;
-            for (const auto& l : a.lines()) n += l.rfind("started task=", 0) == 0 ? 1 : 0;
-            return n;
-        };
-        for (int i = 0; i < 60 && started() < partitions; ++i) in.write_for(500ms);
+        in.write_until_running(a, static_cast<std::size_t>(partitions), 30s);
         INFO(a.output());
-        REQUIRE(started() == partitions);
+        REQUIRE(tasks_started(a) == static_cast<std::size_t>(partitions));
         in.write_for(500ms);
 
         // A process with a's instance id fences a's producer, and a is stopped.
