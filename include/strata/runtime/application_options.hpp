@@ -79,6 +79,16 @@ struct application_options {
     /// The group's session timeout: how long a dead instance keeps its
     /// partitions before the group moves them (the broker allows 6-300 s by default).
     std::chrono::milliseconds session_timeout{10'000};
+    /// How long an instance may be silent on the coordination topic (it
+    /// writes a heartbeat there every sixth of this) before its tasks move
+    /// to others: a killed or cut-off instance is replaced after about this
+    /// long, not after session_timeout. Under at-least-once an instance
+    /// stops writing two thirds of it after its last acknowledged heartbeat,
+    /// and a record's delivery is bounded by a third of it. It must exceed
+    /// the longest pass of the processing thread (a processor's call on a
+    /// record, a commit), or a slow instance loses its tasks while it works;
+    /// at most session_timeout.
+    std::chrono::milliseconds liveness_timeout{600};
     /// Under exactly-once: how long the broker lets a transaction stay open
     /// before aborting it. A killed instance's open transaction holds back
     /// readers of its partitions until then, so it bounds failover.
@@ -87,7 +97,8 @@ struct application_options {
     /// a transaction. Past it the instance stops with an error instead of
     /// retrying forever. A single record's delivery (librdkafka's
     /// `message.timeout.ms`) is bounded tighter: by transaction_timeout under
-    /// exactly-once, by a fifth of session_timeout under at-least-once (see
+    /// exactly-once, by a fifth of session_timeout and a third of
+    /// liveness_timeout under at-least-once (see
     /// docs/runtime.md, "What the producer holds when the lease ends"); a
     /// record not delivered in time fails the commit and its tasks are
     /// rebuilt, and the instance goes on.
@@ -139,6 +150,13 @@ struct application_options {
         if (bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
         if (standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
+        if (liveness_timeout.count() < 60)
+            throw usage_error("strata::runtime: liveness_timeout is " + std::to_string(liveness_timeout.count()) +
+                              " ms; it is at least 60 ms");
+        if (liveness_timeout > session_timeout)
+            throw usage_error("strata::runtime: liveness_timeout (" + std::to_string(liveness_timeout.count()) +
+                              " ms) is over session_timeout (" + std::to_string(session_timeout.count()) +
+                              " ms): the group would detect a dead instance first");
     }
 
     /// client_settings under consumer_settings and producer_settings, so

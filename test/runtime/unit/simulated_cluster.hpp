@@ -7,16 +7,26 @@
 // paused, stopped and restarted at times a seeded generator picks. One
 // thread, no clock, no sockets: a seed replays exactly.
 //
+// Every instance also writes heartbeats to the coordination log, which
+// stamps each record with the broker's clock (the simulation's), and the
+// leader leaves out members silent for `liveness_timeout`, followers succeed
+// a silent leader (detail/liveness.hpp). A fault cuts an instance off from
+// the coordination log alone (its reads stop, its writes wait) while its
+// data writes and its group heartbeats go on: the case the heartbeats'
+// lease is for.
+//
 // Invariants checked after every step:
-// - I1 (members): no task is active on two instances that are members of
-//   the group (the coordinator knows their member id).
+// - I1 (leases): no task is held by two instances that both hold valid
+//   leases, awake or paused.
 // - I1 (writes): no task may be written by two instances: an instance
-//   writes only while awake, holding the task, and within its lease (the
-//   runtime's at-least-once lease, detail/lease.hpp: a session timeout less
+//   writes only while awake, holding the task, and within its leases (the
+//   runtime's at-least-once leases, detail/lease.hpp: a session timeout less
 //   a margin after it sent the last offset commit the coordinator accepted,
-//   which renews its session). An instance the group expelled that has not heard of it yet (a
-//   zombie) may still hold a task another member runs: that is measured in
-//   `zombie_overlap_ms`, and is harmless as long as the lease stops its writes.
+//   which renews its session; and the liveness timeout less a third after
+//   it sent its last acknowledged heartbeat). An instance left out that has
+//   not heard of it yet (a zombie) may still hold a task another member
+//   runs: that is measured in `zombie_overlap_ms`, and is harmless as long
+//   as its leases stop its writes.
 // - I1 (landed writes): a task's data writes (its changelog and outputs)
 //   land only while their run of the task is its newest: none lands once
 //   a member of the group has started another run of it (and restored
@@ -37,8 +47,10 @@
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/leader.hpp>
 #include <strata/runtime/detail/lease.hpp>
+#include <strata/runtime/detail/liveness.hpp>
 #include <strata/serde/encode.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -85,17 +97,29 @@ struct config {
     /// in the runtime's defaults, scaled here like the session).
     ms describe_retry = 400;
     ms status_interval = 500;
+    /// Silence on the coordination log after which a member is left out
+    /// (the runtime's 600 ms against a 10 s session, kept below the
+    /// simulation's session).
+    ms liveness_timeout = 300;
+    /// The naive renewal, for the test that shows it unsafe: a heartbeat
+    /// renews the lease when it lands (as its delivery report says), not
+    /// when it is read back after no decision that left the member out.
+    bool renew_on_delivery = false;
     ms fault_until = 8'000;  ///< faults happen before this
     ms end = 14'000;         ///< quiet from fault_until to here: everything must settle
     int fault_percent = 2;   ///< chance of a fault per instance step
-    /// How long a data write may stay unsettled: the runtime's bound, scaled like the session.
-    ms write_timeout = rtd::lease::delivery_bound(std::chrono::milliseconds(1'000)).count();
+    /// How long a data write may stay unsettled: the runtime's bound (the
+    /// smaller margin of the two leases), scaled like the session.
+    ms write_timeout = std::min(rtd::lease::delivery_bound(std::chrono::milliseconds(1'000)),
+                                rtd::liveness{std::chrono::milliseconds(300)}.margin())
+                           .count();
 };
 
 struct record {
     std::string key;
     std::optional<strata::byte_buffer> value;
     std::int64_t offset;
+    ms appended;  ///< the broker's clock when it was appended
 };
 
 /// The coordination topic: one partition, compacted now and then.
@@ -103,8 +127,8 @@ struct coordination_log {
     std::vector<record> records;
     std::int64_t next_offset = 0;
 
-    void append(std::string key, std::optional<strata::byte_buffer> value) {
-        records.push_back({std::move(key), std::move(value), next_offset++});
+    void append(std::string key, std::optional<strata::byte_buffer> value, ms now) {
+        records.push_back({std::move(key), std::move(value), next_offset++, now});
     }
     /// Keeps the last record of each key (a tombstone, too, or drops it).
     void compact(bool drop_tombstones) {
@@ -188,6 +212,10 @@ struct instance {
     ms rejoin_at = 0;
     ms next_heartbeat = 0;
     rtd::lease lease{std::chrono::milliseconds(1'000)};  // when it may write (the runtime's own)
+    rtd::lease heard{std::chrono::milliseconds(0), std::chrono::milliseconds(0)};  // the heartbeats' lease
+    ms next_beat = 0;           // its next heartbeat to the coordination log
+    ms confirmed_beat = -1;     // the newest heartbeat read back that renewed the lease
+    ms cut_until = 0;           // cut off from the coordination log until then
     std::optional<ms> commit_answer_at;    // a lease commit on its way
     ms commit_sent = 0;
     bool commit_known = false;
@@ -207,6 +235,7 @@ struct instance {
     rtd::decision_id acted{};
     std::deque<in_flight> outbox;
     std::map<std::int32_t, std::int64_t> runs;  // the run of each active task
+    std::map<std::int32_t, ms> unleased_runs;   // runs started without a lease: when
     std::deque<data_write> data_outbox;
 };
 
@@ -258,9 +287,20 @@ private:
         o.tasks = c_.tasks;
         o.standby_replicas = c_.standby_replicas;
         o.status_retention = std::chrono::milliseconds(3 * c_.session_timeout);
+        o.liveness_timeout = std::chrono::milliseconds(c_.liveness_timeout);
         i.lead = std::make_unique<rtd::leader>(o);
         i.lease = rtd::lease(std::chrono::milliseconds(c_.session_timeout));
+        i.heard = rtd::lease(liveness().timeout, liveness().margin());
+        i.state.watch_own_heartbeats(i.name);
         return i;
+    }
+
+    [[nodiscard]] rtd::liveness liveness() const { return {std::chrono::milliseconds(c_.liveness_timeout)}; }
+
+    /// Whether `i` may write (awake or not): within the group's lease and,
+    /// with the liveness timeout on, the heartbeats' lease.
+    [[nodiscard]] bool leased(const instance& i) const {
+        return i.lease.valid(tp(now_)) && i.heard.valid(tp(now_));
     }
 
     static std::chrono::steady_clock::time_point tp(ms t) {
@@ -273,14 +313,18 @@ private:
     }
 
     void send(instance& i, std::string key, std::optional<strata::byte_buffer> value) {
-        ms at = now_ + (rng_.chance(5) ? rng_.between(50, 400) : rng_.between(1, 20));
+        // Now and then slow while faults happen (longer than the liveness
+        // timeout, with the writes queued behind it): quick once they stop.
+        const bool slow = now_ < c_.fault_until && rng_.chance(5);
+        ms at = now_ + (slow ? rng_.between(50, 400) : rng_.between(1, 20));
+        if (now_ < i.cut_until) at = std::max(at, i.cut_until + rng_.between(1, 20));
         if (!i.outbox.empty()) at = std::max(at, i.outbox.back().deliver_at);  // one producer keeps its order
         i.outbox.push_back({at, std::move(key), std::move(value)});
     }
 
     /// A data write of `i`'s run of task p, if its lease lets it.
     void write(instance& i, std::int32_t p) {
-        if (now_ < i.paused_until || !i.lease.valid(tp(now_))) return;
+        if (now_ < i.paused_until || !leased(i)) return;
         const ms r = rng_.next() % 100;
         // Mostly quick; sometimes slow; now and then the partition has no
         // leader for a while (a broker died).
@@ -295,6 +339,9 @@ private:
             const data_write w = i.data_outbox.front();
             i.data_outbox.pop_front();
             if (w.deliver_at > w.fails_at) continue;  // timed out: the write failed
+            auto& landed = landed_[w.task];
+            landed.push_back({w.run, now_});
+            if (landed.size() > 200) landed.pop_front();
             const std::int64_t newest = newest_run_[w.task];
             if (w.run < newest)
                 fail("task " + std::to_string(w.task) + ": a write of " + i.name + "'s run " + std::to_string(w.run) +
@@ -306,7 +353,7 @@ private:
     void deliver() {
         for (instance& g : ghosts_) {
             while (!g.outbox.empty() && g.outbox.front().deliver_at <= now_) {
-                log_.append(std::move(g.outbox.front().key), std::move(g.outbox.front().value));
+                log_.append(std::move(g.outbox.front().key), std::move(g.outbox.front().value), now_);
                 g.outbox.pop_front();
             }
             land(g);
@@ -315,7 +362,12 @@ private:
         for (instance& i : instances_) {
             land(i);
             while (!i.outbox.empty() && i.outbox.front().deliver_at <= now_) {
-                log_.append(std::move(i.outbox.front().key), std::move(i.outbox.front().value));
+                in_flight& w = i.outbox.front();
+                if (c_.renew_on_delivery && w.value && w.key == rtd::heartbeat_key(i.name)) {
+                    const auto h = strata::decode<rtd::heartbeat>(*w.value);
+                    if (h.member_id == i.member_id) i.heard.confirmed(tp(h.sent_ms));
+                }
+                log_.append(std::move(w.key), std::move(w.value), now_);
                 i.outbox.pop_front();
             }
             if (i.leaving && !i.handing_over_until && i.outbox.empty() && i.alive) {  // its withdrawal landed: it leaves the group
@@ -350,7 +402,7 @@ private:
 
     void fault(instance& i) {
         ++faults_;
-        switch (rng_.next() % 4) {
+        switch (rng_.next() % 5) {
             case 0: {  // SIGKILL: what is on the wire may still land, or not
                 note(i.name + " killed");
                 std::erase_if(i.outbox, [&](const in_flight&) { return rng_.chance(50); });
@@ -359,6 +411,7 @@ private:
                 i.alive = false;
                 i.active.clear();
                 i.runs.clear();
+                i.unleased_runs.clear();
                 i.rejoin_at = now_ + rng_.between(0, 3 * c_.session_timeout);
                 // Its member stays in the group until the session times out.
                 keep_outbox(i);
@@ -382,11 +435,19 @@ private:
                 land(i, true);  // it closes its tasks: their writes settle first
                 i.active.clear();
                 i.runs.clear();
+                i.unleased_runs.clear();
                 rtd::instance_status s = status_of(i);
                 s.withdrawn = true;
                 send(i, rtd::status_key(i.name), strata::encode(s));
                 i.leaving = true;
                 if (i.lead->leading()) i.handing_over_until = now_ + 2'000;
+                break;
+            }
+            case 4: {  // cut off from the coordination log (its partition's leader) alone
+                const ms d = rng_.chance(50) ? rng_.between(10, c_.liveness_timeout)
+                                             : rng_.between(c_.liveness_timeout, 3 * c_.session_timeout);
+                i.cut_until = now_ + d;
+                note(i.name + " cut off from the coordination log for " + std::to_string(d));
                 break;
             }
         }
@@ -432,8 +493,15 @@ private:
             if (!i.alive || now_ < i.paused_until || i.leaving) return;
         }
         membership(i);
+        beat(i);
         read(i);
+        if (i.lead->succeed_if_silent(i.state, tp(now_), i.member_id)) {
+            i.next_describe = now_;
+            note(i.name + " succeeds a silent leader");
+        }
         if (i.lead->elected()) lead(i);
+        let_go_without_lease(i);  // before a renewal too: the tasks may have run elsewhere meanwhile
+        renew(i);
         act(i);
         for (std::int32_t p : i.active)
             if (rng_.chance(50)) write(i, p);
@@ -448,7 +516,10 @@ private:
         if (i.member_id.empty()) {
             if (now_ < i.rejoin_at) return;
             i.member_id = coordinator_.join(i.name, now_);
-            i.lease.reset();  // a new membership earns its own lease
+            i.lease.reset();  // a new membership earns its own leases
+            i.heard.reset();
+            i.confirmed_beat = -1;
+            i.next_beat = now_;
             i.commit_answer_at.reset();
             i.next_heartbeat = now_ + c_.heartbeat_interval;
             i.status_dirty = true;
@@ -463,9 +534,11 @@ private:
                 i.member_id.clear();
                 i.active.clear();
                 i.runs.clear();
+                i.unleased_runs.clear();
                 i.lead->deposed();
                 i.status_dirty = true;
                 i.lease.reset();
+                i.heard.reset();
                 i.commit_answer_at.reset();
                 i.rejoin_at = now_ + rng_.between(0, 100);
                 return;
@@ -503,7 +576,18 @@ private:
         i.commit_answer_at = now_ + (rng_.chance(5) ? rng_.between(50, 300) : rng_.between(1, 30));
     }
 
+    /// The heartbeats: one read back while the newest decision made the
+    /// member one renews its lease from when it was sent
+    /// (coordination_state::own_confirmed); a member writes the next one
+    /// when it is due.
+    void beat(instance& i) {
+        if (i.member_id.empty() || now_ < i.next_beat) return;
+        i.next_beat = now_ + liveness().heartbeat_interval().count();
+        send(i, rtd::heartbeat_key(i.name), strata::encode(rtd::heartbeat{i.name, i.member_id, now_}));
+    }
+
     void read(instance& i) {
+        if (now_ < i.cut_until) return;  // nothing arrives
         // Sometimes only part of what is there has arrived.
         std::size_t upto = log_.records.size();
         if (upto > i.read_index && rng_.chance(20)) upto = i.read_index + rng_.next() % (upto - i.read_index + 1);
@@ -511,10 +595,11 @@ private:
             const record& r = log_.records[i.read_index];
             std::optional<strata::bytes_view> v;
             if (r.value) v = strata::bytes_view(*r.value);
-            if (i.state.take(r.key, v, r.offset)) i.status_dirty = i.status_dirty || r.key == "assignment";
+            if (i.state.take(r.key, v, r.offset, {r.appended, tp(now_)})) i.status_dirty = i.status_dirty || r.key == "assignment";
             i.read_offset = r.offset + 1;
             if (r.key == "assignment" && i.state.latest()) remember(*i.state.latest());
         }
+        if (upto == log_.records.size()) i.state.reached_end();
         const bool was = i.lead->leading();
         i.lead->observe(i.state);
         if (i.lead->leading() != was) note(i.name + (was ? " deposed by a newer claim" : " leads in epoch " + std::to_string(i.lead->epoch())));
@@ -545,13 +630,22 @@ private:
                                         : now_ + (rng_.chance(10) ? rng_.between(100, 800) : rng_.between(1, 30));
             i.next_describe = now_ + c_.describe_interval;
         }
+        i.lead->watch_liveness(i.state, tp(now_));
         if (auto d = i.lead->decide(i.state, now_)) {
-            note(i.name + " decides " + std::to_string(d->epoch) + "." + std::to_string(d->version));
+            std::string placed;
+            for (const rtd::task_placement& t : d->tasks)
+                placed += " " + std::to_string(t.task) + ":" + t.active + "@" + std::to_string(t.since_epoch) + "." +
+                          std::to_string(t.since_version);
+            std::string members;
+            for (const std::string& m : d->member_ids) members += " " + m;
+            note(i.name + " decides " + std::to_string(d->epoch) + "." + std::to_string(d->version) + " for" + members +
+                 ":" + placed);
             send(i, std::string(rtd::assignment_key), strata::encode(*d));
         }
         for (const std::string& gone : i.lead->statuses_to_remove(i.state, tp(now_))) {
             note(i.name + " removes the status of " + gone);
             send(i, rtd::status_key(gone), std::nullopt);
+            send(i, rtd::heartbeat_key(gone), std::nullopt);
         }
     }
 
@@ -572,23 +666,59 @@ private:
         i.handing_over_until.reset();
     }
 
+    /// A heartbeat read back renews the lease (coordination_state::own_confirmed).
+    void renew(instance& i) {
+        const auto& own = i.state.own_confirmed();
+        if (c_.renew_on_delivery || !own || own->member_id != i.member_id || own->sent_ms <= i.confirmed_beat) return;
+        i.confirmed_beat = own->sent_ms;
+        i.heard.confirmed(tp(own->sent_ms));
+        note(i.name + " reads back its heartbeat of " + std::to_string(own->sent_ms));
+    }
+
+    /// With the liveness timeout, an instance whose heartbeats' lease ran out
+    /// may have been left out of a decision it has not read (compaction may
+    /// even keep it from ever reading it): it lets go of its tasks, without
+    /// a commit, and starts them again, restored, under a decision and a lease.
+    void let_go_without_lease(instance& i) {
+        if (i.active.empty() || i.heard.valid(tp(now_))) return;
+        note(i.name + " lets go of its tasks: its heartbeats' lease ran out");
+        land(i, true);  // its producer settles first: what it holds lands or fails
+        i.active.clear();
+        i.runs.clear();
+        i.unleased_runs.clear();
+        i.status_dirty = true;
+    }
+
     void act(instance& i) {
         const std::optional<rtd::assignment>& d = i.state.latest();
         if (!d) return;
-        const rtd::handoff_plan plan = rtd::plan_handoff(*d, i.state, {i.name, i.member_id, i.active, i.standbys});
+        const rtd::handoff_plan plan = rtd::plan_handoff(*d, i.state, {i.name, i.member_id, i.active, i.standbys},
+                                                         {tp(now_), liveness().timeout});
         if (!plan.release.empty()) land(i, true);  // a release commits: its writes settle first
         for (std::int32_t p : plan.release) {
+            note(i.name + " releases task " + std::to_string(p) + " under " + std::to_string(d->epoch) + "." +
+                 std::to_string(d->version));
             i.active.erase(p);
             i.runs.erase(p);
+            i.unleased_runs.erase(p);
             i.status_dirty = true;
         }
         if (!plan.member) return;
+        const bool may_start = i.heard.valid(tp(now_));
         for (std::int32_t p : plan.start) {
+            if (!may_start) break;  // again once its lease holds
             i.active.insert(p);
             // A zombie (expelled, not told yet) starts it too, but its lease
             // keeps it from writing: only a member's run counts as newer.
+            // With the liveness timeout, a member without a lease (awake
+            // after a pause, acting on what it read so far) starts it too:
+            // its run counts from when it has a lease, and must have
+            // restored after every write of an older run landed (check()).
             i.runs[p] = ++runs_started_;
-            if (coordinator_.find(i.member_id) != nullptr) newest_run_[p] = runs_started_;
+            if (coordinator_.find(i.member_id) != nullptr) {
+                if (leased(i)) newest_run_[p] = runs_started_;
+                else i.unleased_runs[p] = now_;
+            }
             i.standbys.erase(p);  // promoted
             i.status_dirty = true;
             note(i.name + " starts task " + std::to_string(p) + " under " + std::to_string(d->epoch) + "." +
@@ -608,18 +738,38 @@ private:
             fail("two different decisions carry the id " + std::to_string(a.epoch) + "." + std::to_string(a.version));
     }
 
+    /// A run started without a lease counts once the instance has one, and
+    /// its restore (at its start) must not have missed a write of an older run.
+    void count_leased_runs() {
+        for (instance& i : instances_) {
+            if (!i.alive || i.unleased_runs.empty() || !leased(i)) continue;
+            for (const auto& [p, started] : i.unleased_runs) {
+                const std::int64_t run = i.runs.at(p);
+                for (const auto& [older, at] : landed_[p])
+                    if (older < run && at > started)
+                        fail("task " + std::to_string(p) + ": " + i.name + "'s run " + std::to_string(run) +
+                             ", started at " + std::to_string(started) + " ms without a lease, has one now, and a "
+                             "write of run " + std::to_string(older) + " landed after its restore");
+                newest_run_[p] = std::max(newest_run_[p], run);
+            }
+            i.unleased_runs.clear();
+        }
+    }
+
     void check() {
+        count_leased_runs();
         bool overlap = false;
         for (std::int32_t p = 0; p < c_.tasks; ++p) {
-            std::vector<const instance*> members, zombies, writers;
+            std::vector<const instance*> members, zombies, writers, leased_holders;
             for (const instance& i : instances_) {
                 if (!i.alive || !i.active.contains(p)) continue;
                 (coordinator_.find(i.member_id) != nullptr ? members : zombies).push_back(&i);
-                if (now_ >= i.paused_until && i.lease.valid(tp(now_))) writers.push_back(&i);
+                if (leased(i)) leased_holders.push_back(&i);
+                if (now_ >= i.paused_until && leased(i)) writers.push_back(&i);
             }
-            if (members.size() > 1)
-                fail("task " + std::to_string(p) + " is active on " + members[0]->name + " and " + members[1]->name +
-                     ", both members of the group");
+            if (leased_holders.size() > 1)
+                fail("task " + std::to_string(p) + " is held by " + leased_holders[0]->name + " and " +
+                     leased_holders[1]->name + ", both within their leases");
             if (writers.size() > 1)
                 fail("task " + std::to_string(p) + " may be written by " + writers[0]->name + " and " +
                      writers[1]->name + " at once");
@@ -635,12 +785,16 @@ private:
             if (i.alive && !i.leaving) any = &i;
         if (any == nullptr) return;  // everyone stopped at the end: nothing to settle
         const std::optional<rtd::assignment>& d = any->state.latest();
-        if (!d) return fail("no decision after the faults stopped");
+        if (!d) return fail("no decision after the faults stopped (" + roles() + ")");
         for (const instance& i : instances_) {
             if (!i.alive || i.leaving) continue;
             if (!i.state.latest() || i.state.latest()->id() != d->id())
-                return fail(i.name + " acts on another decision than " + any->name);
-            if (i.acted != d->id()) return fail(i.name + " has not acted on the newest decision");
+                return fail(i.name + " acts on another decision than " + any->name + " (" + roles() + ")");
+            if (i.acted != d->id())
+                return fail(i.name + " has not acted on the newest decision (" + std::to_string(d->epoch) + "." +
+                            std::to_string(d->version) + ", for " + (d->member_id_of(i.name) ? *d->member_id_of(i.name) : "-") +
+                            "; it is " + i.member_id + " and acted on " + std::to_string(i.acted.epoch) + "." +
+                            std::to_string(i.acted.version) + "; " + roles() + ")");
         }
         for (std::int32_t p = 0; p < c_.tasks; ++p) {
             const rtd::task_placement* placed = d->find(p);
@@ -659,6 +813,34 @@ private:
         }
     }
 
+    [[nodiscard]] std::string silent_of(const instance& i) const {
+        std::string out;
+        for (const rtd::group_member& m : i.lead->silent()) out += " " + m.member_id;
+        for (const member& m : coordinator_.members)
+            if (i.lead->leading() && i.state.silent(m.instance, m.id, tp(now_), liveness().timeout)) out += " now:" + m.id;
+        if (i.lead->leading() && i.lead->members()) {
+            out += "; listed";
+            for (const rtd::group_member& m : *i.lead->members()) out += " " + m.member_id;
+        }
+        return out.empty() ? "" : "; leaves out" + out;
+    }
+
+    [[nodiscard]] std::string roles() const {
+        std::string who;
+        for (const instance& i : instances_)
+            who += ", " + i.name + " " + i.member_id + (i.lead->leading() ? " leads " + std::to_string(i.lead->epoch())
+                                                       : i.lead->elected() ? " claims" : " follows") +
+                   " (claim read: " + (i.state.claim() ? i.state.claim()->member_id : "none") + silent_of(i) + ")";
+        for (const instance& i : instances_)
+            if (i.lead->leading())
+                for (const auto& [n, st] : i.state.statuses())
+                    who += "; status " + n + " " + st.member_id + (st.withdrawn ? " withdrawn" : "") + " acted " +
+                           std::to_string(st.acted_epoch) + "." + std::to_string(st.acted_version);
+        who += "; group:";
+        for (const member& m : coordinator_.members) who += " " + m.id;
+        return who.substr(2);
+    }
+
     void fail(const std::string& what) {
         if (failure_.empty()) failure_ = "at " + std::to_string(now_) + " ms: " + what;
     }
@@ -675,6 +857,7 @@ private:
     std::string trace_;
     ms zombie_overlap_ = 0;
     std::map<std::int32_t, std::int64_t> newest_run_;  // of each task
+    std::map<std::int32_t, std::deque<std::pair<std::int64_t, ms>>> landed_;  // each task's last writes: run, when
     std::int64_t runs_started_ = 0;
     ms last_check_ = 0;
     int faults_ = 0;

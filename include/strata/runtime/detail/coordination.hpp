@@ -16,9 +16,14 @@
 ///
 /// Why not the group's own assignment: the partition assignors librdkafka
 /// ships cannot be told about standbys or about a copy still warming up, and
-/// librdkafka 2.0 offers no way to plug in another. The group still does what
-/// it does well: it detects a dead instance (session timeout), elects the
-/// leader, and its generation fences the commits of an instance it expelled.
+/// librdkafka 2.0 offers no way to plug in another. The group still elects
+/// the first leader, and its generation fences the commits of an instance it
+/// expelled. It detects a dead instance only after its session timeout (6 s
+/// at the least on a broker with default settings), so every instance also
+/// writes a heartbeat to the coordination topic: an instance silent there
+/// for `liveness_timeout`, by the broker's append time and by the reader's
+/// own clock, is left out of decisions, and a silent leader is succeeded
+/// (liveness.hpp says why that is safe).
 
 #include <strata/core/bytes.hpp>
 #include <strata/runtime/standby_lag.hpp>
@@ -122,6 +127,16 @@ struct leader_claim {
                              (std::string, member_id),
                              (std::int64_t, election));               // counts this member's elections
     friend bool operator==(const leader_claim&, const leader_claim&) = default;
+};
+
+/// @brief An instance's sign of life, written every sixth of
+/// `liveness_timeout` by each member (key `alive/<instance>`).
+struct heartbeat {
+    BOOST_HANA_DEFINE_STRUCT(heartbeat,
+                             (std::string, instance),
+                             (std::string, member_id),
+                             (std::int64_t, sent_ms));               // the sender's steady clock: read back, it renews its lease
+    friend bool operator==(const heartbeat&, const heartbeat&) = default;
 };
 
 /// @brief The name of an application's coordination topic.

@@ -45,6 +45,7 @@ public:
             if (!m) break;
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 caught_up_ = true;
+                state_.reached_end();
                 continue;
             }
             if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -55,7 +56,7 @@ public:
             const std::string_view key(static_cast<const char*>(m->key), m->key_len);
             std::optional<bytes_view> value;
             if (m->payload != nullptr) value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
-            changed = state_.take(key, value, m->offset) || changed;
+            changed = state_.take(key, value, m->offset, time_of(*m)) || changed;
         }
         return changed;
     }
@@ -64,8 +65,18 @@ public:
     [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
     [[nodiscard]] const coordination_state& state() const noexcept { return state_; }
     void watch_for_duplicates(duplicate_watch w) { state_.watch_for_duplicates(std::move(w)); }
+    void watch_own_heartbeats(std::string instance) { state_.watch_own_heartbeats(std::move(instance)); }
 
 private:
+    /// The broker's append time, when the topic keeps it (topics.hpp creates
+    /// it so); a topic made otherwise keeps the producers' times, which say
+    /// nothing the readers can trust, and liveness goes by their clocks alone.
+    static record_time time_of(const rd_kafka_message_t& m) {
+        rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+        const std::int64_t ts = rd_kafka_message_timestamp(&m, &type);
+        return {type == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME ? ts : -1, std::chrono::steady_clock::now()};
+    }
+
     static kafka::client make(const std::string& bootstrap, const std::string& topic, const kafka::settings& extra) {
         kafka::conf c;
         c.set("bootstrap.servers", bootstrap);
@@ -92,11 +103,25 @@ class coordination_writer {
 public:
     coordination_writer(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
         : topic_(std::move(topic)), producer_(kafka::producer_options{bootstrap, std::nullopt, with_linger(extra)}),
-          tracker_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)) {}
+          tracker_(&producer_.new_tracker()), heartbeats_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)) {}
 
     void publish(const instance_status& s) { send(status_key(s.instance), encode(s)); }
     void publish(const assignment& a) { send(std::string(assignment_key), encode(a)); }
     void publish(const leader_claim& c) { send(std::string(leader_key), encode(c)); }
+    /// @brief A heartbeat. Its delivery reports are counted apart: one that
+    /// fails needs nothing published again (the next one is due soon).
+    void publish(const heartbeat& h) {
+        const std::string key = heartbeat_key(h.instance);
+        const byte_buffer value = encode(h);
+        producer_.produce(rkt_.get(), 0, as_bytes(key), bytes_view(value), *heartbeats_);
+        producer_.poll();
+    }
+    /// @brief Removes what an instance long gone left: its status and heartbeat.
+    void remove_instance(const std::string& instance) {
+        remove_status(instance);
+        const std::string key = heartbeat_key(instance);
+        producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
+    }
     /// @brief Removes an instance's status (the leader does, long after it left).
     void remove_status(const std::string& instance) {
         const std::string key = status_key(instance);
@@ -138,6 +163,7 @@ private:
     std::string topic_;
     kafka::producer producer_;
     kafka::delivery_tracker* tracker_;
+    kafka::delivery_tracker* heartbeats_;
     kafka::unique_topic rkt_;
     std::uint64_t reported_ = 0;  // failures poll() reported already
 };

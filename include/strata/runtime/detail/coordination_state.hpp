@@ -15,27 +15,43 @@
 ///   see leader.hpp).
 /// - `status/<instance>`: an instance_status; null (a tombstone) when the
 ///   leader removed the status of an instance long gone.
+/// - `alive/<instance>`: a heartbeat. It changes nothing an instance acts
+///   on by itself; it says when the member was last heard of (liveness.hpp).
 
 #include <strata/core/bytes.hpp>
 #include <strata/runtime/detail/coordination.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/serde/encode.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace strata::runtime::detail {
 
 inline constexpr std::string_view assignment_key = "assignment";
 inline constexpr std::string_view leader_key = "leader";
 inline constexpr std::string_view status_prefix = "status/";
+inline constexpr std::string_view heartbeat_prefix = "alive/";
+
+/// @brief When a record was written and read: the broker's append time
+/// (-1: unknown, the topic keeps the producers' times) and the reader's
+/// steady clock when it took the record.
+struct record_time {
+    std::int64_t broker_ms = -1;
+    std::chrono::steady_clock::time_point read_at{};
+};
 
 [[nodiscard]] inline std::string status_key(std::string_view instance) {
     return std::string(status_prefix) + std::string(instance);
+}
+[[nodiscard]] inline std::string heartbeat_key(std::string_view instance) {
+    return std::string(heartbeat_prefix) + std::string(instance);
 }
 
 /// @brief Sees a second live process with this process's instance id: a
@@ -78,11 +94,18 @@ public:
 
     using status_map = std::map<std::string, instance_status, std::less<>>;
 
-    /// @brief Takes the record at `offset` (value null: a tombstone).
+    /// @brief Takes the record at `offset` (value null: a tombstone),
+    /// written and read at `t`.
     /// @returns whether what the instance acts on changed
-    bool take(std::string_view key, std::optional<bytes_view> value, std::int64_t offset) {
+    bool take(std::string_view key, std::optional<bytes_view> value, std::int64_t offset, record_time t = {}) {
+        if (t.broker_ms > broker_now_ms_) broker_now_ms_ = t.broker_ms;
+        if (key.substr(0, heartbeat_prefix.size()) == heartbeat_prefix) {
+            heard(key.substr(heartbeat_prefix.size()), value, t);
+            return false;  // heartbeats are many and change no decision by themselves
+        }
         const std::optional<decision_id> written = last_written_;
         const bool changed = apply(key, value, offset);
+        if (key == leader_key && value) claim_time_ = t;
         if (changed || last_written_ != written) ++changes_;
         return changed;
     }
@@ -96,6 +119,7 @@ public:
     /// @brief The newest epoch (the offset of the newest claim + 1; 0: none yet).
     [[nodiscard]] std::int64_t epoch() const noexcept { return epoch_; }
     [[nodiscard]] const std::optional<leader_claim>& claim() const noexcept { return claim_; }
+
     /// @brief The id of the decision written last, whatever its epoch: when
     /// it is not the newest one, compaction may keep only it.
     [[nodiscard]] const std::optional<decision_id>& last_written() const noexcept { return last_written_; }
@@ -105,6 +129,72 @@ public:
         const auto it = statuses_.find(instance);
         return it == statuses_.end() ? nullptr : &it->second;
     }
+    /// @brief Whether the member `member_id` of `instance` has been silent
+    /// for `timeout` at `now` (liveness.hpp): heard of before, and both the
+    /// broker's append times and the reader's clock say so. A member never
+    /// heard of is not silent: the group's session timeout covers it.
+    [[nodiscard]] bool silent(std::string_view instance, std::string_view member_id,
+                              std::chrono::steady_clock::time_point now, std::chrono::milliseconds timeout) const {
+        if (timeout.count() <= 0) return false;
+        const auto it = heard_.find(std::pair<std::string, std::string>(instance, member_id));
+        return it != heard_.end() && silent_since(it->second, now, timeout);
+    }
+    /// @brief Whether the leader of the newest claim has been silent for
+    /// `timeout`: its claim counts as a sign of life too (a claimant killed
+    /// before any of its heartbeats was read is silent all the same).
+    [[nodiscard]] bool leader_silent(std::chrono::steady_clock::time_point now, std::chrono::milliseconds timeout) const {
+        if (!claim_ || timeout.count() <= 0) return false;
+        const auto it = heard_.find(std::pair<std::string, std::string>(claim_->instance, claim_->member_id));
+        return silent_since(claim_time_, now, timeout) && (it == heard_.end() || silent_since(it->second, now, timeout));
+    }
+    /// @brief The members heard of lately (not silent at `now`), by
+    /// instance id and member id, ascending.
+    [[nodiscard]] std::vector<std::pair<std::string, std::string>> heard_lately(std::chrono::steady_clock::time_point now,
+                                                                               std::chrono::milliseconds timeout) const {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& [who, t] : heard_)
+            if (!silent(who.first, who.second, now, timeout)) out.push_back(who);
+        return out;
+    }
+    /// @brief Whether the member was heard of and is not silent at `now`.
+    [[nodiscard]] bool audible(std::string_view instance, std::string_view member_id,
+                               std::chrono::steady_clock::time_point now, std::chrono::milliseconds timeout) const {
+        return timeout.count() > 0 && heard_.contains(std::pair<std::string, std::string>(instance, member_id)) &&
+               !silent(instance, member_id, now, timeout);
+    }
+
+    /// @brief Reads this process's own heartbeats back (liveness.hpp): see own_heartbeat().
+    void watch_own_heartbeats(std::string instance) { self_ = std::move(instance); }
+    /// @brief This instance's newest heartbeat read back, as of the last
+    /// time the reader reached the end of the topic (reached_end()) with a
+    /// decision in hand that lists this member, of the newest epoch, and
+    /// written last: its member id and when it was sent.
+    ///
+    /// Why at the end: compaction removes a decision once a newer one is
+    /// written, so a reader behind may read its heartbeat after a decision
+    /// that left it out without ever seeing that decision. At the end it
+    /// holds the newest decision there is, which compaction never removes;
+    /// and one that left the member out was written after every heartbeat
+    /// that renewed the lease, so its next owner waits for silence
+    /// (handoff.hpp). With a stale decision written last (a paused leader's),
+    /// the decision in hand may not be the newest valid one: nothing renews
+    /// until the leader writes its decision again (leader.hpp).
+    struct own_heartbeat {
+        std::string member_id;
+        std::int64_t sent_ms = 0;
+    };
+    [[nodiscard]] const std::optional<own_heartbeat>& own_confirmed() const noexcept { return own_; }
+
+    /// @brief The reader read everything there is: see own_confirmed().
+    void reached_end() {
+        if (!own_read_ || !latest_ || latest_->epoch != epoch_ || last_written_ != latest_->id()) return;
+        const std::string* m = latest_->member_id_of(self_);
+        if (m != nullptr && *m == own_read_->member_id) own_ = own_read_;
+    }
+
+    /// @brief The newest append time read on the topic (-1: none known).
+    [[nodiscard]] std::int64_t broker_now_ms() const noexcept { return broker_now_ms_; }
+
     /// @brief Whether the member `member_id` of `instance` said it left.
     [[nodiscard]] bool withdrew(std::string_view instance, std::string_view member_id) const {
         const instance_status* s = status_of(instance);
@@ -144,8 +234,35 @@ private:
         return false;
     }
 
+    bool silent_since(const record_time& t, std::chrono::steady_clock::time_point now,
+                      std::chrono::milliseconds timeout) const {
+        if (now - t.read_at < timeout) return false;
+        return t.broker_ms < 0 || broker_now_ms_ - t.broker_ms >= timeout.count();
+    }
+
+    void heard(std::string_view instance, std::optional<bytes_view> value, record_time t) {
+        if (!value) {  // the leader removed a long-gone instance's records
+            std::erase_if(heard_, [&](const auto& e) { return e.first.first == instance; });
+            return;
+        }
+        try {
+            const heartbeat h = decode<heartbeat>(*value);
+            if (h.instance != instance) return;
+            heard_.insert_or_assign({h.instance, h.member_id}, t);
+            if (!self_.empty() && h.instance == self_) own_read_ = own_heartbeat{h.member_id, h.sent_ms};
+        } catch (const serde_error&) {
+            // Written by another version, or damaged: not a sign of life we can read.
+        }
+    }
+
     std::optional<assignment> latest_;
     std::optional<leader_claim> claim_;
+    record_time claim_time_;  // when the newest claim was written and read
+    std::map<std::pair<std::string, std::string>, record_time> heard_;  // newest heartbeat of each member
+    std::int64_t broker_now_ms_ = -1;
+    std::string self_;                   // whose heartbeats renew a lease when read back
+    std::optional<own_heartbeat> own_read_;  // the newest read
+    std::optional<own_heartbeat> own_;       // ... as of the last reached_end() that found it a member
     std::optional<decision_id> last_written_;
     std::int64_t epoch_ = 0;
     status_map statuses_;

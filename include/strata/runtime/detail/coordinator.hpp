@@ -1,9 +1,10 @@
 #pragma once
 /// @file
 /// @brief One instance on the coordination topic: it reads what every
-/// instance and leader wrote there, publishes this instance's status, and,
-/// while the group makes it the leader, lists the members and publishes
-/// the leader's decisions (the decisions themselves: leader.hpp).
+/// instance and leader wrote there, publishes this instance's status and
+/// heartbeats, and, while it leads (the group made it the leader, or it
+/// succeeded a silent one), lists the members and publishes the leader's
+/// decisions (the decisions themselves: leader.hpp).
 ///
 /// It refuses, before anything else of the instance starts, to run beside
 /// a live process with the same instance id: see the constructor.
@@ -15,6 +16,7 @@
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/leader.hpp>
+#include <strata/runtime/detail/liveness.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>
@@ -53,13 +55,17 @@ public:
           rebalance_log_(&rebalance_log),
           abandoned_(&reg.counter_for("strata_instance_group_describes_abandoned_total",
                                       "Requests for the group's members given up unanswered, and sent again",
-                                      {{"instance", c.instance_id}})) {
+                                      {{"instance", c.instance_id}})),
+          successions_(&reg.counter_for("strata_instance_leader_successions_total",
+                                        "Times this instance took over from a leader silent on the coordination topic",
+                                        {{"instance", c.instance_id}})) {
         for (std::size_t r = 0; r < roles_.size(); ++r)
             roles_[r] = &reg.gauge_for("strata_instance_coordination_role",
                                        "1 for this instance's role: follower, claiming (elected, its claim not "
                                        "read back yet) or leader",
                                        {{"instance", c.instance_id}, {"role", role_names[r]}});
         reader_.watch_for_duplicates({c.instance_id, incarnation_, started_ms_});
+        reader_.watch_own_heartbeats(c.instance_id);
         refuse_a_running_duplicate();
     }
 
@@ -74,6 +80,7 @@ public:
     void set_member_id(std::string id) {
         member_id_ = std::move(id);
         status_dirty_ = true;
+        next_heartbeat_ = {};  // the new membership is heard of at once
     }
 
     /// Reads what is new on the topic.
@@ -105,10 +112,33 @@ public:
         return w;
     }
 
+    /// Writes a heartbeat when one is due (liveness.hpp): a member only.
+    void heartbeat(clock::time_point now) {
+        if (!liveness_.on() || member_id_.empty() || now < next_heartbeat_) return;
+        const auto sent = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+        writer_.publish(detail::heartbeat{c_->instance_id, member_id_, sent});
+        next_heartbeat_ = now + liveness_.heartbeat_interval();
+    }
+
+    /// When this member's newest heartbeat read back since the last call
+    /// was sent, if it renews the lease (coordination_state::own_confirmed).
+    [[nodiscard]] std::optional<clock::time_point> heartbeat_confirmed() {
+        const auto& own = reader_.state().own_confirmed();
+        if (!own || own->member_id != member_id_ || own->sent_ms <= confirmed_ms_) return std::nullopt;
+        confirmed_ms_ = own->sent_ms;
+        return clock::time_point(std::chrono::milliseconds(own->sent_ms));
+    }
+
     /// The leader's part of one pass: it claims its epoch, watches the
-    /// membership (at once when `group_changed`, else every 250 ms), and
-    /// publishes a decision whenever the membership or a status changes it.
+    /// membership (at once when `group_changed`, else every 250 ms) and who
+    /// is silent, and publishes a decision whenever one of them or a status
+    /// changes it. A follower takes over from a silent leader here.
     void lead(clock::time_point now, bool group_changed) {
+        leader_.observe(reader_.state());
+        if (leader_.succeed_if_silent(reader_.state(), now, member_id_)) {
+            successions_->inc();
+            next_describe_ = now;
+        }
         publish_role();
         if (!leader_.elected()) return;
         if (std::optional<leader_claim> c = leader_.claim_to_write()) writer_.publish(*c);
@@ -124,6 +154,7 @@ public:
         }
         // Decide only once the coordination topic is read to its end.
         if (!reader_.caught_up()) return;
+        leader_.watch_liveness(reader_.state(), now);
         if (std::optional<assignment> a = leader_.decide(reader_.state(), wall_clock_ms())) {
             if (a->noticed_ms != noticed_ms_) {
                 noticed_ms_ = a->noticed_ms;
@@ -131,7 +162,7 @@ public:
             }
             writer_.publish(*a);
         }
-        for (const std::string& gone : leader_.statuses_to_remove(reader_.state(), now)) writer_.remove_status(gone);
+        for (const std::string& gone : leader_.statuses_to_remove(reader_.state(), now)) writer_.remove_instance(gone);
     }
 
     /// A leader that stops decides once more, for the others, when it reads
@@ -267,6 +298,7 @@ private:
         o.standby_replicas = c.standby_replicas;
         o.acceptable_lag = c.acceptable_standby_lag;
         o.status_retention = std::max<std::chrono::milliseconds>(6 * c.session_timeout, std::chrono::minutes(1));
+        o.liveness_timeout = c.liveness_timeout;
         return o;
     }
 
@@ -279,7 +311,11 @@ private:
     std::int64_t started_ms_;
     const std::function<void(std::int64_t)>* rebalance_log_;
     metrics::counter* abandoned_;
+    metrics::counter* successions_;
     std::uint64_t abandoned_seen_ = 0;
+    liveness liveness_{c_->liveness_timeout};
+    std::int64_t confirmed_ms_ = 0;  // the last heartbeat heartbeat_confirmed() reported
+    clock::time_point next_heartbeat_{};
     std::array<metrics::gauge*, 3> roles_{};
 
     std::string member_id_;

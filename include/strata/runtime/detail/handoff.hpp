@@ -15,11 +15,21 @@
 ///   not said so yet may still run it, whatever the leader believes. A
 ///   member gone from the group is not waited for: the group has expelled
 ///   it, and its writes are fenced (see the committer).
+/// - With a liveness timeout (liveness.hpp), the leader also leaves out
+///   members silent on the coordination topic, and does so from what it had
+///   read: a heartbeat on its way then may land before the decision and
+///   renew the member's lease, and the member may still act, within it, on
+///   an older decision it has read (even one that gave it nothing so far).
+///   So a task starts only once every member the decision leaves out, but
+///   one that withdrew, is silent in this instance's own reading, which
+///   holds every record written before the decision: its lease has run out
+///   by then.
 
 #include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_state.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -33,6 +43,12 @@ struct local_tasks {
     std::string member_id;            ///< empty while it is not a member
     std::set<std::int32_t> active;    ///< restoring or running
     std::set<std::int32_t> standbys;
+};
+
+/// @brief When the plan is made, and the liveness timeout (0: off).
+struct liveness_view {
+    std::chrono::steady_clock::time_point now{};
+    std::chrono::milliseconds timeout{0};
 };
 
 struct handoff_plan {
@@ -53,6 +69,22 @@ struct handoff_plan {
         const instance_status* st = s.status_of(d.members[i]);
         if (st == nullptr || st->member_id != d.member_ids[i]) return true;  // has not spoken since it joined
         if (st->acted() < p.since() || st->lists(p.task)) return true;
+    }
+    return false;
+}
+
+/// @brief Whether a member that `d` leaves out may still hold or start a
+/// task, as far as the heartbeats say: one heard of lately that did not
+/// withdraw.
+[[nodiscard]] inline bool left_out_but_audible(const assignment& d, const coordination_state& s, const std::string& me,
+                                               liveness_view l) {
+    if (l.timeout.count() <= 0) return false;
+    for (const auto& [name, member] : s.heard_lately(l.now, l.timeout)) {
+        if (name == me) continue;
+        if (const std::string* m = d.member_id_of(name); m != nullptr && *m == member) continue;
+        const instance_status* st = s.status_of(name);
+        if (st != nullptr && st->member_id == member && st->withdrawn) continue;
+        return true;
     }
     return false;
 }
@@ -82,7 +114,8 @@ struct fence_target {
     return out;
 }
 
-[[nodiscard]] inline handoff_plan plan_handoff(const assignment& d, const coordination_state& s, const local_tasks& me) {
+[[nodiscard]] inline handoff_plan plan_handoff(const assignment& d, const coordination_state& s, const local_tasks& me,
+                                               liveness_view l = {}) {
     handoff_plan plan;
     const std::string* my_id = d.member_id_of(me.instance);
     plan.member = !me.member_id.empty() && my_id != nullptr && *my_id == me.member_id;
@@ -91,11 +124,13 @@ struct fence_target {
         if (!plan.member || placed == nullptr || placed->active != me.instance) plan.release.push_back(p);
     }
     if (!plan.member) return plan;
+    const bool left_out_audible = left_out_but_audible(d, s, me.instance, l);
     for (const task_placement& placed : d.tasks) {
         const std::int32_t p = placed.task;
         if (placed.active == me.instance) {
             if (me.active.contains(p)) continue;
-            (held_elsewhere(d, placed, s, me.instance) ? plan.wait : plan.start).push_back(p);
+            const bool wait = left_out_audible || held_elsewhere(d, placed, s, me.instance);
+            (wait ? plan.wait : plan.start).push_back(p);
             continue;
         }
         const bool standby_here =

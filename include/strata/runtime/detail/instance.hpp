@@ -196,10 +196,17 @@ private:
         s_->producer.get()->poll();
         const detail::coordinator::writes w = s_->coord.poll_writes();
         if (w.acknowledged) s_->consumer.heard_from_cluster();
+        if (const auto sent = s_->coord.heartbeat_confirmed()) {
+            // A lease that ran out meanwhile is let go of before it holds
+            // again: the tasks may have run elsewhere in between.
+            if (s_->committer.heartbeat_lease_out() && !tasks_->active().empty()) let_go_without_lease();
+            s_->committer.heartbeat_confirmed(*sent);
+        }
         if (w.lost)
             counter("strata_instance_coordination_publish_failed_total",
                     "Statuses, claims and decisions that did not reach the coordination topic").inc();
         if (!s_->coord.member_id().empty()) s_->committer.keep_lease();
+        if (s_->committer.heartbeat_lease_out() && !tasks_->active().empty()) let_go_without_lease();
         if (!s_->committer.may_write()) {
             // Not confirmed a member lately (detail/lease.hpp): nothing is
             // processed, punctuated or committed until it is (or it hears it
@@ -291,6 +298,7 @@ private:
         const auto now = clock::now();
         const bool changed = s_->coord.read();
         const bool rejoined = refresh_membership();
+        s_->coord.heartbeat(now);
         s_->coord.lead(now, s_->consumer.take_changed());
         if (changed || rejoined || waiting_for_release_ || act_again_) act();
         if (changed) publish_metadata();
@@ -323,6 +331,22 @@ private:
         return true;
     }
 
+    /// Under at-least-once, once the heartbeats' lease is out, this instance
+    /// may have been left out of a decision it has not read: it lets go of
+    /// every active task without a commit (nothing it holds lands after
+    /// this), and starts them again, restored, once it holds a lease and a
+    /// decision gives them here (liveness.hpp).
+    void let_go_without_lease() {
+        counter("strata_instance_tasks_let_go_total",
+                "Times this instance let go of its tasks because its heartbeats' lease ran out")
+            .inc();
+        s_->producer.abandon_and_begin();
+        s_->producer.settle();
+        tasks_->release_all();
+        s_->coord.status_changed();
+        act_again_ = true;
+    }
+
     /// Hands queries the metadata as of the coordination topic's newest
     /// assignment and statuses.
     void publish_metadata() {
@@ -341,7 +365,8 @@ private:
         const assignment& a = *latest;
         const detail::local_tasks mine{config_.instance_id, s_->coord.member_id(), tasks_->active_partitions(),
                                        tasks_->standby_partitions()};
-        const detail::handoff_plan plan = detail::plan_handoff(a, s_->coord.state(), mine);
+        const detail::handoff_plan plan =
+            detail::plan_handoff(a, s_->coord.state(), mine, {clock::now(), config_.liveness_timeout});
         waiting_for_release_ = !plan.wait.empty();
         act_again_ = false;
 
@@ -354,7 +379,11 @@ private:
             for (std::int32_t p : plan.release) tasks_->release(p, plan.member && !failed_);
         }
         if (!plan.member) return;
-        for (std::int32_t p : plan.start) start_task(p, a);
+        if (s_->committer.heartbeat_lease_out() && !plan.start.empty()) {
+            act_again_ = true;  // started once the lease holds (let_go_without_lease)
+        } else {
+            for (std::int32_t p : plan.start) start_task(p, a);
+        }
         for (std::int32_t p : plan.add_standby) tasks_->start_standby(p);
         for (std::int32_t p : plan.drop_standby) tasks_->drop_standby(p);
         s_->coord.acted_on(a.id());

@@ -19,6 +19,7 @@
 #include <strata/kafka/transaction.hpp>
 #include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/lease.hpp>
+#include <strata/runtime/detail/liveness.hpp>
 
 #include <algorithm>
 #include <array>
@@ -34,6 +35,14 @@
 #include <librdkafka/rdkafka.h>
 
 namespace strata::runtime::detail {
+
+/// @brief The longest a record may stay unsettled under at-least-once: the
+/// smaller margin of the two leases (lease.hpp, liveness.hpp).
+[[nodiscard]] inline std::chrono::milliseconds at_least_once_delivery_bound(const application_options& c) {
+    const std::chrono::milliseconds group = lease::delivery_bound(c.session_timeout);
+    const liveness l{c.liveness_timeout};
+    return l.on() ? std::min(group, l.margin()) : group;
+}
 
 class instance_producer {
 public:
@@ -145,7 +154,7 @@ private:
         const bool eos = c_->guarantee == processing_guarantee::exactly_once;
         auto delivery_timeout = c_->broker_timeout;
         if (eos) delivery_timeout = std::min(delivery_timeout, c_->transaction_timeout);  // librdkafka requires it
-        else delivery_timeout = std::min(delivery_timeout, lease::delivery_bound(c_->session_timeout));
+        else delivery_timeout = std::min(delivery_timeout, at_least_once_delivery_bound(*c_));
         if (const auto it = o.extra.find("message.timeout.ms"); it == o.extra.end()) {
             o.extra["message.timeout.ms"] = std::to_string(delivery_timeout.count());
             delivery_timeout_ = delivery_timeout;
@@ -154,7 +163,7 @@ private:
             if (!eos && delivery_timeout_ > delivery_timeout)
                 c_->warn("producer_settings message.timeout.ms=" + it->second + " is over " +
                          std::to_string(delivery_timeout.count()) +
-                         " ms (a fifth of session_timeout): records an instance queued before a pause may land after "
+                         " ms (a fifth of session_timeout, a third of liveness_timeout): records an instance queued before a pause may land after "
                          "another instance took its tasks over, and undo that instance's changelog writes");
         }
         if (eos) {

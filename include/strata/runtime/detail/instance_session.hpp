@@ -83,6 +83,7 @@ private:
         o.instance = c.instance_id;
         o.input_topics = c.input_topics;
         o.session_timeout = c.session_timeout;
+        o.liveness_timeout = c.liveness_timeout;
         o.lease_topic = lease_topic;
         return o;
     }

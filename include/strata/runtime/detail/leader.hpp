@@ -19,6 +19,15 @@
 ///   written after its own (compaction keeps only the last of a key).
 /// - It removes (tombstones) the statuses of instances absent from the group
 ///   and from the newest decision for longer than `status_retention`.
+/// - It leaves out of its decisions the members silent on the coordination
+///   topic for `liveness_timeout` (liveness.hpp), and looks again whenever
+///   who is silent changes.
+/// - A follower that finds the leader of the newest claim silent, and
+///   itself first (by instance id, member id) among the members heard of
+///   lately, is elected by that (`succeed_if_silent`) and claims like a
+///   member the group elected. Two that claim at once are ordered by the
+///   topic: the later claim is the newest epoch, and the earlier claimant
+///   steps down when it reads it.
 
 #include <strata/runtime/detail/assignor.hpp>
 #include <strata/runtime/detail/coordination.hpp>
@@ -48,6 +57,8 @@ struct leader_options {
     int standby_replicas = 0;
     std::int64_t acceptable_lag = 10'000;
     std::chrono::milliseconds status_retention{60'000};
+    /// Silence after which a member is left out (liveness.hpp); 0: never.
+    std::chrono::milliseconds liveness_timeout{0};
 };
 
 class leader {
@@ -63,13 +74,58 @@ public:
         ++election_;
         claim_sent_ = false;
         elected_at_ = now;
+        epoch_at_election_ = last_epoch_seen_;
+        stepped_aside_ = false;
         members_.reset();
+        silent_.clear();
         epoch_ = 0;
         sent_.reset();
+        highest_version_ = 0;
         due_ = true;
     }
     /// @brief The group took the coordination partition away.
-    void deposed() { state_ = phase::follower; }
+    void deposed() {
+        state_ = phase::follower;
+        stepped_aside_ = false;
+    }
+
+    /// @brief A follower (member `member_id`) takes over from a leader
+    /// silent at `now` when it comes first among the members heard of
+    /// lately (see the file comment), and claims again when the newest
+    /// claim is its own.
+    /// @returns whether it was elected so
+    bool succeed_if_silent(const coordination_state& s, time_point now, const std::string& member_id) {
+        if (state_ != phase::follower || o_.liveness_timeout.count() <= 0 || member_id.empty() || !s.claim())
+            return false;
+        if (s.claim()->instance == o_.instance && s.claim()->member_id == member_id) {
+            // The newest claim is this member's own, yet it does not lead
+            // (the group took the partition away, and no one claimed
+            // since): no one else would, as its heartbeats go on.
+            elected(member_id, now);
+            return true;
+        }
+        if (!s.leader_silent(now, o_.liveness_timeout)) return false;
+        const auto live = s.heard_lately(now, o_.liveness_timeout);
+        if (live.empty() || live.front() != std::pair(o_.instance, member_id)) return false;
+        elected(member_id, now);
+        return true;
+    }
+
+    /// @brief Looks at who is silent now among the members listed: when that
+    /// changed, a decision is due.
+    void watch_liveness(const coordination_state& s, time_point now) {
+        if (state_ != phase::leading || !members_ || o_.liveness_timeout.count() <= 0) return;
+        std::vector<group_member> silent;
+        for (const group_member& m : *members_)
+            if (s.silent(m.instance, m.member_id, now, o_.liveness_timeout)) silent.push_back(m);
+        if (silent == silent_) return;
+        silent_ = std::move(silent);
+        due_ = true;
+    }
+    /// @brief The members as last listed in this term (none yet: nullopt).
+    [[nodiscard]] const std::optional<std::vector<group_member>>& members() const noexcept { return members_; }
+    /// @brief The listed members left out as silent, as of the last watch_liveness().
+    [[nodiscard]] const std::vector<group_member>& silent() const noexcept { return silent_; }
 
     [[nodiscard]] bool leading() const noexcept { return state_ == phase::leading; }
     [[nodiscard]] bool elected() const noexcept { return state_ != phase::follower; }
@@ -92,12 +148,23 @@ public:
 
     /// @brief Looks at what the coordination topic says now: its own claim
     /// read back starts its epoch; a newer claim of another ends it.
+    ///
+    /// A claimant that reads another's claim newer than any it knew when
+    /// elected steps aside: its own claim came before it (read in the same
+    /// batch, or removed by compaction since) or is still on its way. In
+    /// the second case, once it is read as the newest, the claimant leads
+    /// after all: no one else would, as its heartbeats say it is alive.
     void observe(const coordination_state& s) {
-        if (state_ == phase::follower || !s.claim()) return;
+        if (!s.claim()) return;
+        last_epoch_seen_ = s.epoch();
         const bool mine = *s.claim() == leader_claim{o_.instance, member_id_, election_};
-        if (state_ == phase::claiming && mine) {
+        if ((state_ == phase::claiming || stepped_aside_) && mine) {
             state_ = phase::leading;
+            stepped_aside_ = false;
             epoch_ = s.epoch();
+        } else if (state_ == phase::claiming && s.epoch() > epoch_at_election_) {
+            state_ = phase::follower;
+            stepped_aside_ = true;
         } else if (state_ == phase::leading && !mine && s.epoch() > epoch_) {
             state_ = phase::follower;  // someone claimed after us: we were deposed and did not hear of it
         }
@@ -116,6 +183,13 @@ public:
     /// @param wall_ms the wall clock, for the decision's times
     [[nodiscard]] std::optional<assignment> decide(const coordination_state& s, std::int64_t wall_ms) {
         if (state_ != phase::leading || !members_) return std::nullopt;
+        // Its last decision not read back after a while: compaction may have
+        // removed it before this reader got there (a stale decision written
+        // after it keeps the key). It decides again, from what it did read.
+        if (sent_ && (!s.latest() || s.latest()->id() < sent_->id()) && wall_ms - sent_ms_ >= republish_after_ms) {
+            sent_.reset();
+            due_ = true;
+        }
         // Nothing it decides from changed since it last looked: nor would the decision.
         if (!due_ && s.changes() == seen_changes_) return std::nullopt;
         due_ = false;
@@ -137,7 +211,9 @@ public:
         in.standby_replicas = o_.standby_replicas;
         in.acceptable_lag = o_.acceptable_lag;
         std::vector<task_placement> tasks = assign_tasks(in);
-        const decision_id next{epoch_, current && current->epoch == epoch_ ? current->version + 1 : 1};
+        // Never a version it sent before: one it gave up on may have landed.
+        const std::int64_t in_hand = current && current->epoch == epoch_ ? current->version : 0;
+        const decision_id next{epoch_, std::max(in_hand, highest_version_) + 1};
         for (task_placement& t : tasks) {
             const task_placement* before = current ? current->find(t.task) : nullptr;
             const decision_id since = before != nullptr && before->active == t.active ? before->since() : next;
@@ -161,6 +237,8 @@ public:
         a.member_ids = std::move(ids);
         a.tasks = std::move(tasks);
         sent_ = a;
+        sent_ms_ = wall_ms;
+        highest_version_ = a.version;
         return a;
     }
 
@@ -195,7 +273,9 @@ private:
                                                                                    const assignment* current) const {
         std::map<std::string, std::vector<std::string>> by_instance;
         for (const group_member& m : *members_)
-            if (!m.instance.empty() && !s.withdrew(m.instance, m.member_id)) by_instance[m.instance].push_back(m.member_id);
+            if (!m.instance.empty() && !s.withdrew(m.instance, m.member_id) &&
+                std::find(silent_.begin(), silent_.end(), m) == silent_.end())
+                by_instance[m.instance].push_back(m.member_id);
         std::pair<std::vector<std::string>, std::vector<std::string>> out;
         for (const auto& [name, ids] : by_instance) {
             const std::string* chosen = nullptr;
@@ -219,12 +299,19 @@ private:
     std::int64_t election_ = 0;
     bool claim_sent_ = false;
     time_point elected_at_{};
+    std::int64_t last_epoch_seen_ = 0;    // the newest epoch observe() saw
+    std::int64_t epoch_at_election_ = 0;  // ... when this member was last elected
+    bool stepped_aside_ = false;          // a newer claim came first: its own may still come
     std::int64_t epoch_ = 0;
     std::optional<std::vector<group_member>> members_;
+    std::vector<group_member> silent_;  // of members_, left out (watch_liveness)
     std::vector<std::string> decided_for_;
     std::int64_t noticed_ms_ = 0;
     std::optional<decision_id> last_republished_;
     std::optional<assignment> sent_;
+    std::int64_t sent_ms_ = 0;          // when sent_ was decided (wall clock)
+    std::int64_t highest_version_ = 0;  // of the decisions sent in this epoch
+    static constexpr std::int64_t republish_after_ms = 2'000;
     bool due_ = true;                // decide() looks again even if the state did not change
     std::uint64_t seen_changes_ = 0;  // the state's change count decide() last looked at
     std::map<std::string, time_point, std::less<>> absent_since_;

@@ -22,6 +22,12 @@
 /// enqueued before the lease ends, it is settled before the coordinator
 /// can have expelled the member (a session after the commit was sent),
 /// and so before any other instance writes for the task.
+///
+/// A second lease of the same kind runs on the coordination topic's
+/// heartbeats (liveness.hpp): each acknowledged heartbeat renews it until
+/// its sending plus `liveness_timeout` less a third of it. The instance
+/// writes only while both are valid, and records settle within the smaller
+/// margin.
 
 #include <algorithm>
 #include <chrono>
@@ -32,7 +38,9 @@ class lease {
 public:
     using time_point = std::chrono::steady_clock::time_point;
 
-    explicit lease(std::chrono::milliseconds session) : session_(session), margin_(margin_of(session)) {}
+    explicit lease(std::chrono::milliseconds session) : lease(session, margin_of(session)) {}
+    /// @brief A lease of `length` from each confirmation, less `margin`.
+    lease(std::chrono::milliseconds length, std::chrono::milliseconds margin) : session_(length), margin_(margin) {}
 
     /// @brief What a lease keeps short of a session: a fifth, at least 200 ms.
     [[nodiscard]] static constexpr std::chrono::milliseconds margin_of(std::chrono::milliseconds session) noexcept {
@@ -43,7 +51,7 @@ public:
         return margin_of(session);
     }
 
-    /// @brief A commit sent at `sent` was accepted.
+    /// @brief A commit (a heartbeat) sent at `sent` was accepted.
     void confirmed(time_point sent) { until_ = std::max(until_, sent + session_ - margin_); }
     /// @brief A new membership: it earns its own lease.
     void reset() { until_ = {}; }

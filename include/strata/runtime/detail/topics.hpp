@@ -59,7 +59,12 @@ public:
     std::string ensure_coordination() {
         std::string topic = coordination_topic_name(c_->application_id);
         kafka::topic_options o = options(1);
-        o.topic_configs = {{"cleanup.policy", "compact"}, {"min.cleanable.dirty.ratio", "0.1"}, {"segment.ms", "600000"}};
+        // The broker's append time on each record: the readers' common clock
+        // for heartbeats (liveness.hpp).
+        o.topic_configs = {{"cleanup.policy", "compact"},
+                           {"min.cleanable.dirty.ratio", "0.1"},
+                           {"segment.ms", "600000"},
+                           {"message.timestamp.type", "LogAppendTime"}};
         const std::lock_guard lock(mutex_);
         ensure(topic, o);
         return topic;
