@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -834,6 +835,52 @@ void cmd_scale(const args& a) {
 
 // --------------------------------------------------------------- failover --
 
+/// Writes the input at a steady rate on a thread of its own: record i is due
+/// i / rate seconds after the start.
+class paced_input {
+public:
+    paced_input(input_writer& in, double rate) : t0_(steady::now()) {
+        thread_ = std::thread([this, &in, rate] {
+            try {
+                std::uint64_t next = 0;
+                while (!stop_.load()) {
+                    const auto due = static_cast<std::uint64_t>(since(t0_) * rate);
+                    while (next < due) in.write(next++);
+                    in.poll();
+                    std::this_thread::sleep_for(5ms);
+                }
+                in.flush();
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        });
+    }
+    paced_input(const paced_input&) = delete;
+    paced_input& operator=(const paced_input&) = delete;
+    ~paced_input() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+
+    [[nodiscard]] steady::time_point started() const noexcept { return t0_; }
+    /// What stopped the writing, if anything did.
+    void rethrow() const {
+        if (error_) std::rethrow_exception(error_);
+    }
+    /// Stops writing and flushes what was written.
+    void finish() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+        rethrow();
+    }
+
+private:
+    steady::time_point t0_;
+    std::atomic<bool> stop_{false};
+    std::exception_ptr error_;
+    std::thread thread_;
+};
+
 /// The breakdown of one task's move to a survivor.
 struct moved_task {
     std::string task, to;
@@ -981,33 +1028,8 @@ void cmd_failover(const args& a) {
     committed_reader committed(o.bootstrap, o.application_id, o.input);
     (void)committed.read();
 
-    // The writer: record i is due at i / rate seconds after t0.
-    std::atomic<bool> stop_writing{false};
-    std::exception_ptr writer_error;
-    const auto t0 = steady::now();
-    std::thread writer([&] {
-        try {
-            std::uint64_t next = 0;
-            while (!stop_writing.load()) {
-                const auto due = static_cast<std::uint64_t>(since(t0) * rate);
-                while (next < due) in.write(next++);
-                in.poll();
-                std::this_thread::sleep_for(5ms);
-            }
-            in.flush();
-        } catch (...) {
-            writer_error = std::current_exception();
-        }
-    });
-    struct writer_guard {
-        std::thread& t;
-        std::atomic<bool>& stop;
-        ~writer_guard() {
-            stop = true;
-            if (t.joinable()) t.join();
-        }
-    } guard{writer, stop_writing};
-
+    paced_input writer(in, rate);
+    const auto t0 = writer.started();
     std::vector<std::unique_ptr<child>> cs;
     for (int i = 0; i < n_instances; ++i) cs.push_back(space.start(std::string(1, static_cast<char>('a' + i))));
     auto all_running = [&] {
@@ -1059,12 +1081,10 @@ void cmd_failover(const args& a) {
         for (std::size_t i = 0; i < cs.size(); ++i)
             if (i != victim && !cs[i]->running())
                 throw std::runtime_error("instance " + cs[i]->name() + " ended: " + cs[i]->how_it_ended());
-        if (writer_error) std::rethrow_exception(writer_error);
+        writer.rethrow();
         std::this_thread::sleep_for(100ms);
     }
-    stop_writing = true;
-    writer.join();
-    if (writer_error) std::rethrow_exception(writer_error);
+    writer.finish();
     const double wrote_s = since(t0);
     j.put("input_records", in.count()).put("input_rate", static_cast<double>(in.count()) / wrote_s);
     const auto ends = in.ends();
@@ -1123,12 +1143,162 @@ void cmd_failover(const args& a) {
     j.print();
 }
 
+// ----------------------------------------------------------------- kills --
+
+/// The value at quantile q (0..1) of `v`, nearest rank.
+std::int64_t quantile(std::vector<std::int64_t> v, double q) {
+    if (v.empty()) return -1;
+    std::sort(v.begin(), v.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+/// Many failovers in one run: n instances over an input written at a steady
+/// rate; again and again, once the group is at rest, one instance (a, b, c,
+/// a, ... in turn, one with no task skipped) is killed (SIGKILL) or stopped
+/// (SIGTERM), the driver waits until every task it owned processed a record
+/// on another instance, and starts it again. Per failover: the time from the
+/// signal to the last of its tasks processing again, and the phases of that
+/// last task. At the end the output is checked as in `failover`.
+void cmd_kills(const args& a) {
+    const system_options o(a);
+    const std::uint64_t keys = a.num("keys", 100'000);
+    const double rate = static_cast<double>(a.num("rate", 2000));
+    const int kills = static_cast<int>(a.num("kills", 20));
+    const std::string how = a.str("how", "kill");
+    const double settle_s = a.real("settle-s", 2);
+    const double max_wait_s = a.real("max-wait-s", 60);
+    const double drain_timeout_s = a.real("drain-timeout-s", 180);
+    const int n_instances = static_cast<int>(a.num("instances", 3));
+    if (how != "kill" && how != "stop") throw std::runtime_error("--how is kill or stop");
+    json j;
+    j.put("command", "kills");
+    o.describe(j);
+    j.put("keys", keys).put("rate", rate).put("instances", n_instances).put("partitions", partitions).put("how", how);
+
+    run_space space(o, a);
+    input_writer in(o.bootstrap, o.input, keys);
+    committed_reader committed(o.bootstrap, o.application_id, o.input);
+    (void)committed.read();
+    paced_input writer(in, rate);
+
+    std::vector<std::unique_ptr<child>> cs;
+    for (int i = 0; i < n_instances; ++i) cs.push_back(space.start(std::string(1, static_cast<char>('a' + i))));
+    std::vector<std::unique_ptr<child>> gone;  // the ones killed, kept for their logs
+    auto check_running = [&] {
+        writer.rethrow();
+        for (auto& c : cs)
+            if (!c->running()) throw std::runtime_error("instance " + c->name() + " ended: " + c->how_it_ended());
+    };
+    // At rest: every task runs somewhere and none started for settle_s.
+    auto wait_for_rest = [&] {
+        const auto w0 = steady::now();
+        for (;;) {
+            check_running();
+            std::int64_t last_start = 0;
+            for (const auto& c : cs)
+                for (const auto& e : events_of(c->lines()))
+                    if (e.kind == "started") last_start = std::max(last_start, e.num("first_record_ms"));
+            if (owners(cs).size() == static_cast<std::size_t>(partitions) &&
+                static_cast<double>(wall_ms() - last_start) >= settle_s * 1e3)
+                return;
+            if (since(w0) > 3 * max_wait_s) throw std::runtime_error("the group did not come to rest");
+            std::this_thread::sleep_for(100ms);
+        }
+    };
+
+    std::vector<json> failovers;
+    std::vector<std::int64_t> totals, detections;
+    int unfinished = 0;
+    std::size_t turn = 0;
+    for (int k = 0; k < kills; ++k) {
+        wait_for_rest();
+        const auto own = owners(cs);
+        std::size_t victim = turn % cs.size();
+        for (std::size_t tries = 0; tries < cs.size(); ++tries, victim = (victim + 1) % cs.size()) {
+            const bool owns = std::any_of(own.begin(), own.end(), [&](const auto& e) { return e.second == cs[victim]->name(); });
+            if (owns) break;
+        }
+        turn = victim + 1;
+        std::vector<std::string> tasks;
+        for (const auto& [task, inst] : own)
+            if (inst == cs[victim]->name()) tasks.push_back(task);
+        const std::string name = cs[victim]->name();
+        const std::int64_t kill_ms = wall_ms();
+        if (how == "kill") {
+            ::kill(cs[victim]->pid(), SIGKILL);
+        } else {
+            cs[victim]->signal(SIGTERM);
+        }
+        (void)cs[victim]->wait(90s);
+        gone.push_back(std::move(cs[victim]));
+        std::vector<child*> survivors;
+        for (std::size_t i = 0; i < cs.size(); ++i)
+            if (i != victim) survivors.push_back(cs[i].get());
+
+        // Until each of its tasks processed a record on a survivor.
+        std::map<std::string, moved_task> moved;
+        const auto w0 = steady::now();
+        while (moved.size() < tasks.size() && since(w0) < max_wait_s) {
+            writer.rethrow();
+            std::this_thread::sleep_for(20ms);
+            for (const std::string& task : tasks) {
+                if (moved.contains(task)) continue;
+                for (child* c : survivors)
+                    if (auto m = phases(o, *c, task, kill_ms, -1); m && m->first_record_ms > 0) {
+                        const auto it = moved.find(task);
+                        if (it == moved.end() || m->first_record_ms < it->second.first_record_ms) moved[task] = *m;
+                    }
+            }
+        }
+        json f;
+        f.put("victim", name).put("kill_ms", kill_ms).put("tasks", static_cast<int>(tasks.size()));
+        if (moved.size() < tasks.size()) {
+            ++unfinished;
+            f.put("finished", false);
+        } else {
+            const moved_task* last = nullptr;
+            for (const auto& [task, m] : moved)
+                if (last == nullptr || m.first_record_ms > last->first_record_ms) last = &m;
+            const std::int64_t total = last->first_record_ms - kill_ms;
+            totals.push_back(total);
+            detections.push_back(std::max<std::int64_t>(0, last->noticed_ms - kill_ms));
+            f.put("finished", true).put("total_ms", total).put("last", last->to_json(kill_ms));
+        }
+        failovers.push_back(f);
+        cs[victim] = space.start(name);  // the same instance id and state directory again
+    }
+
+    writer.finish();
+    j.put("input_records", in.count());
+    const auto ends = in.ends();
+    const auto d0 = steady::now();
+    bool drained = false;
+    while (!(drained = committed.reached(ends)) && since(d0) < drain_timeout_s) {
+        check_running();
+        std::this_thread::sleep_for(100ms);
+    }
+    j.put("drained", drained).put("drain_s", since(d0));
+    bool stopped = true;
+    for (auto& c : cs) stopped = stop(*c) && stopped;
+    j.put("stopped_cleanly", stopped);
+    j.put("failovers", failovers)
+        .put("unfinished", unfinished)
+        .put("total_median_ms", quantile(totals, 0.5))
+        .put("total_p99_ms", quantile(totals, 0.99))
+        .put("total_max_ms", quantile(totals, 1.0))
+        .put("detection_median_ms", quantile(detections, 0.5));
+    if (!drained) throw std::runtime_error("not every input offset committed within the drain timeout");
+    check_output(o.bootstrap, o.output, in).describe(j);
+    j.print();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
-                     "usage: runtime_bench throughput|failover --system strata|kafka-streams --bootstrap B\n"
+                     "usage: runtime_bench throughput|failover|kills|scale --system strata|kafka-streams --bootstrap B\n"
                      "         --name PREFIX --work DIR [--logs DIR] [--app PATH] [--peer PATH] [--keep-topics 1]\n"
                      "         [--guarantee at_least_once|exactly_once] [--commit-ms 1000|100]\n"
                      "         [--session-ms 6000] [--transaction-ms 10000] [--cache-bytes 10MiB (Kafka Streams)]\n"
@@ -1136,6 +1306,8 @@ int main(int argc, char** argv) {
                      "  failover   [--rate 5000] [--keys 100k] [--duration-s 40] [--kill-after-s 15]\n"
                      "             [--standbys 0] [--instances 3] [--settle-s 2] [--max-kill-wait-s 60]\n"
                      "             [--drain-timeout-s 180]\n"
+                     "  kills      [--kills 20] [--how kill|stop] [--rate 2000] [--keys 100k] [--standbys 0]\n"
+                     "             [--instances 3] [--settle-s 2] [--max-wait-s 60] [--drain-timeout-s 180]\n"
                      "  scale      [--partitions 6] [--instances 1] [--standbys 0] [--settle-s 3] [--timeout-s 120]\n"
                      "Topics <PREFIX>-input and <PREFIX>-output (6 partitions, or --partitions) are created fresh, application\n"
                      "id <PREFIX>-app; one JSON line on stdout.\n");
@@ -1147,6 +1319,7 @@ int main(int argc, char** argv) {
         const args a(argc, argv);
         if (cmd == "throughput") cmd_throughput(a);
         else if (cmd == "failover") cmd_failover(a);
+        else if (cmd == "kills") cmd_kills(a);
         else if (cmd == "scale") {
             partitions = static_cast<std::int32_t>(a.num("partitions", 6));
             cmd_scale(a);

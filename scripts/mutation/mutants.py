@@ -223,8 +223,31 @@ MUTANTS = [
            "an instance starts a task moved to it once the other members' statuses do not list it, though they "
            "were published before the decision that moved it: the previous owner may still run it, and the task "
            "runs on two instances",
-           [("if (st->acted() < p.since() || st->lists(p.task)) return true;",
+           [("if (st->acted() < std::max(p.since(), decision_id{d.epoch, 1}) || st->lists(p.task)) return true;",
              "if (st->lists(p.task)) return true;")],
+           tests=r"^runtime_unit_coordination_test$"),
+    mutant("start-before-epoch-acted", ["bool held_elsewhere(const assignment& d,"],
+           "an instance starts a task once the other members acted on a decision as new as the task's placement, "
+           "though not on one of the deciding leader's epoch: a decision of the epoch before, which the leader "
+           "never read (compaction removed its claim), may have given the task to one of them",
+           [("st->acted() < std::max(p.since(), decision_id{d.epoch, 1})", "st->acted() < p.since()")],
+           tests=r"^runtime_unit_coordination_test$"),
+    mutant("left-out-member-not-awaited", ["const bool left_out_audible = left_out_but_audible(d, s, me.instance, l);"],
+           "a task starts while a member the decision left out is still heard of: a heartbeat on its way when "
+           "the leader decided renewed that member's at-least-once lease, and it writes beside the new owner",
+           [("const bool wait = left_out_audible || held_elsewhere(d, placed, s, me.instance);",
+             "const bool wait = held_elsewhere(d, placed, s, me.instance);")],
+           tests=r"^runtime_unit_(coordination|simulation)_test$"),
+    mutant("heartbeat-renews-before-the-end", ["void heard(std::string_view instance,"],
+           "a heartbeat read back renews the at-least-once lease at once, not at the end of the topic: a reader "
+           "behind renews after a decision that left it out and that compaction removed before it got there",
+           [("own_read_ = own_heartbeat{h.member_id, h.sent_ms};",
+             "own_read_ = own_heartbeat{h.member_id, h.sent_ms}; own_ = own_read_;")],
+           tests=r"^runtime_unit_(coordination|simulation)_test$"),
+    mutant("silent-by-the-broker-clock-alone", ["bool silent_since(const record_time& t,"],
+           "a member is silent once the broker's append times say so, whatever the reader's clock says: a leader "
+           "that stalled and reads a backlog late leaves out members that are alive",
+           [("if (now - t.read_at < timeout) return false;", "")],
            tests=r"^runtime_unit_coordination_test$"),
     mutant("rejoined-instance-not-fenced", ["std::vector<fence_target> fence_targets(const assignment& d,"],
            "under exactly-once, an instance the decision lists under an older membership (expelled and joined "

@@ -1,9 +1,14 @@
 // The coordination partition goes away under running instances, on a
 // cluster of three brokers (scripts/kafka-cluster.sh) where everything else
-// stays available: its only replica's broker is killed. Invariant: the
-// instances go on with the tasks they own for longer than broker_timeout,
-// and lose nothing; once the partition is back they publish their statuses
-// again, and the output is what it would be without the outage.
+// stays available: its only replica's broker is killed. Invariant under
+// exactly-once: the instances go on with the tasks they own for longer than
+// broker_timeout, and lose nothing; once the partition is back they publish
+// their statuses again, and the output is what it would be without the
+// outage. Under at-least-once an instance writes only while its heartbeats
+// land on that partition (detail/liveness.hpp): it cannot tell the
+// partition down from itself cut off from it, when the leader may have
+// moved its tasks. So its processing pauses for the outage, no instance
+// stops, and everything is processed once the partition is back.
 //
 // That broker is never the group's coordinator. If it were, the members'
 // sessions would end with it (librdkafka revokes after session_timeout
@@ -43,7 +48,8 @@ std::int64_t end_of(const std::string& topic) {
 }  // namespace
 
 TEST_CASE("runtime: with the coordination partition's broker down, instances go on with what they own past "
-          "broker_timeout, publish again once it is back, and the output is that of an uninterrupted run",
+          "broker_timeout (at-least-once: pause, and go on once it is back), publish again once it is back, and "
+          "the output is that of an uninterrupted run",
           "[kafka][runtime][cluster]") {
     const bool exactly_once = GENERATE(false, true);
     INFO((exactly_once ? "exactly-once" : "at-least-once"));
@@ -113,12 +119,15 @@ TEST_CASE("runtime: with the coordination partition's broker down, instances go 
     const auto killed = std::chrono::steady_clock::now();
     REQUIRE(cluster.run("kill " + std::to_string(node)) == 0);
     feed(2'000, 4'000);
-    require_committed("after the kill", 60s);
-    const auto processed_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+    std::int64_t processed_ms = -1;
+    if (exactly_once) {
+        require_committed("after the kill", 60s);
+        processed_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+    }
     std::this_thread::sleep_until(killed + std::chrono::milliseconds(3 * broker_timeout_ms));
     feed(4'000, 5'000);
-    require_committed("past broker_timeout", 30s);
+    if (exactly_once) require_committed("past broker_timeout", 30s);
     CHECK(both());  // neither stopped after its broker_timeout
 
     // Back: statuses land on the coordination topic again.
@@ -132,10 +141,13 @@ TEST_CASE("runtime: with the coordination partition's broker down, instances go 
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back).count();
     feed(5'000, 6'000);
     require_committed("after the restart", 60s);
-    std::printf("coordination outage (%s): inputs written after the kill committed %lld ms after it; statuses "
-                "published again %lld ms after the broker's restart\n",
+    const auto caught_up_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back).count();
+    std::printf("coordination outage (%s): inputs written after the kill committed %lld ms after it (-1: paused "
+                "for the outage); statuses published again %lld ms after the broker's restart, every input "
+                "committed %lld ms after it\n",
                 exactly_once ? "exactly-once" : "at-least-once", static_cast<long long>(processed_ms),
-                static_cast<long long>(republished_ms));
+                static_cast<long long>(republished_ms), static_cast<long long>(caught_up_ms));
 
     for (instance_process* p : {&a, &b}) p->kill(SIGTERM);
     for (instance_process* p : {&a, &b}) {

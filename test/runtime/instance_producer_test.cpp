@@ -60,15 +60,22 @@ TEST_CASE("instance producer: at-least-once, records land or fail within the lea
         rt::detail::instance_producer p(c);
         CHECK_FALSE(p.exactly_once());
         CHECK(p.transactional_id().empty());
-        // A fifth of the 10 s session (lease::delivery_bound).
-        CHECK(setting(p.get()->get(), "message.timeout.ms") == "2000");
+        // A third of the 600 ms liveness timeout (liveness::margin), under a
+        // fifth of the 10 s session (lease::delivery_bound).
+        CHECK(setting(p.get()->get(), "message.timeout.ms") == "200");
         CHECK(warnings.empty());
+    }
+    {
+        rt::application_options longer = c;
+        longer.liveness_timeout = std::chrono::milliseconds(10'000);
+        rt::detail::instance_producer p(longer);
+        CHECK(setting(p.get()->get(), "message.timeout.ms") == "2000");  // the session's bound is the smaller now
     }
     c.producer_settings["message.timeout.ms"] = "30000";
     rt::detail::instance_producer p(c);
     CHECK(setting(p.get()->get(), "message.timeout.ms") == "30000");
     REQUIRE(warnings.size() == 1);
-    CHECK_THAT(warnings.front(), Catch::Contains("message.timeout.ms=30000 is over 2000 ms"));
+    CHECK_THAT(warnings.front(), Catch::Contains("message.timeout.ms=30000 is over 200 ms"));
 }
 
 TEST_CASE("instance producer: at-least-once, a record is refused once the lease says no, and settle waits for "

@@ -295,12 +295,12 @@ void require_every_object_agrees(int port, const referee& ref) {
     for (const std::string& object : ref.objects()) {
         const std::optional<expected_state> e = ref.state_of(object);
         const reply r = c.get("/objects/" + object);
+        INFO(object << " answered " << r.code << " " << r.body.dump());
         if (!e) {
             CHECK(r.code == 404);
             continue;
         }
         REQUIRE(r.code == 200);
-        INFO(object << " answered " << r.body.dump());
         REQUIRE(matches(r.body, *e));
         ++checked;
     }

@@ -23,7 +23,7 @@
 //
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
-//          [--commit-ms N] [--session-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
+//          [--commit-ms N] [--session-ms N] [--liveness-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
 //          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC]
 //          [--consumer-debug CONTEXTS]
 
@@ -208,6 +208,7 @@ int main(int argc, char** argv) {
     if (o.flag("dead-letter")) c.on_bad_record = strata::runtime::bad_record_action::dead_letter;
     c.commit_interval = std::chrono::milliseconds(std::stoll(o.get("commit-ms", "0")));
     c.session_timeout = std::chrono::milliseconds(std::stoll(o.get("session-ms", "6000")));
+    c.liveness_timeout = std::chrono::milliseconds(std::stoll(o.get("liveness-ms", "600")));
     // librdkafka's debug contexts for the group consumer (e.g. "cgrp"), on stderr.
     if (const std::string debug = o.get("consumer-debug"); !debug.empty()) c.consumer_settings["debug"] = debug;
     c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));

@@ -299,7 +299,7 @@ TEST_CASE("liveness: a member is silent only once the broker's append times and 
     CHECK_FALSE(l.state.silent("b", "b#1", at(1'900), 600ms));
 }
 
-TEST_CASE("liveness: a heartbeat read back renews the lease only at the end of the topic, under a decision of the newest epoch, written last, that lists the member",
+TEST_CASE("liveness: a heartbeat read back renews the lease only at the end of the topic, under a decision written last that lists the member",
           "[runtime][coordination][liveness]") {
     fake_log l;
     l.state.watch_own_heartbeats("a");
@@ -318,7 +318,8 @@ TEST_CASE("liveness: a heartbeat read back renews the lease only at the end of t
     l.put("assignment", decision(e1, 2, {{"b", "b#1"}}, {"b", "b"}));
     l.state.reached_end();
     CHECK(sent() == 200);
-    // listed again, then a newer claim before its first decision: nothing renews in between
+    // listed again, then a newer claim before its first decision: the decision in hand still counts
+    // (what the new leader decides comes after the heartbeat, and its next owner waits for silence)
     l.put("assignment", decision(e1, 3, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "b"}));
     l.beat("a", "a#1", 0, 0, 400);
     l.state.reached_end();
@@ -326,20 +327,24 @@ TEST_CASE("liveness: a heartbeat read back renews the lease only at the end of t
     const std::int64_t e2 = l.claim("b", "b#1");
     l.beat("a", "a#1", 0, 0, 500);
     l.state.reached_end();
-    CHECK(sent() == 400);
-    l.put("assignment", decision(e2, 1, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "b"}));
-    l.state.reached_end();
     CHECK(sent() == 500);
-    // a paused leader's stale decision written last: the valid one may be compacted away behind it
+    l.put("assignment", decision(e2, 1, {{"b", "b#1"}}, {"b", "b"}));
+    l.beat("a", "a#1", 0, 0, 550);
+    l.state.reached_end();
+    CHECK(sent() == 500);  // the new leader left a out
+    // listed again; then a paused leader's stale decision written last: the valid one may be compacted away behind it
+    l.put("assignment", decision(e2, 2, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "b"}));
+    l.state.reached_end();
+    CHECK(sent() == 550);
     l.put("assignment", decision(e1, 9, {{"a", "a#1"}}, {"a", "a"}));
     l.beat("a", "a#1", 0, 0, 600);
     l.state.reached_end();
-    CHECK(sent() == 500);
+    CHECK(sent() == 550);
     // another member id of the same instance (a restart) is not this member
-    l.put("assignment", decision(e2, 2, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "b"}));
+    l.put("assignment", decision(e2, 3, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "b"}));
     l.beat("a", "a#2", 0, 0, 700);
     l.state.reached_end();
-    CHECK(sent() == 500);
+    CHECK(sent() == 550);
 }
 
 TEST_CASE("leader: leaves out a member silent on the coordination topic, and takes it back once heard again",
@@ -447,4 +452,24 @@ TEST_CASE("handoff: a task does not start while a member the decision left out i
     w.beat("b", "b#1", 1'000, 1'000);
     const assignment d2 = decision(e2, 2, {{"a", "a#1"}}, {"a", "a"});
     CHECK(plan_handoff(d2, w.state, a, {at(1'100), 600ms}).start == std::vector<std::int32_t>{1});
+}
+
+TEST_CASE("handoff: a task starts only once every other member acted on a decision of the deciding leader's epoch",
+          "[runtime][coordination]") {
+    fake_log l;
+    const std::int64_t e1 = l.claim("b", "b#1");
+    l.put("assignment", decision(e1, 1, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "a"}));
+    // A leader of a newer epoch that never read a decision giving task 1 to b
+    // (compaction removed its claim) keeps task 1 where it last read it, since e1.1.
+    const std::int64_t e2 = l.claim("a", "a#1");
+    assignment d = decision(e2, 1, {{"a", "a#1"}, {"b", "b#1"}}, {"a", "a"});
+    d.tasks[1].since_epoch = e1;
+    d.tasks[1].since_version = 1;
+    l.put("assignment", d);
+    // b's status says it acted on e1.1 and runs nothing: published before it acted on the decision a never read
+    l.put("status/b", status("b", "b#1", {e1, 1}, {}));
+    const handoff_plan early = plan_handoff(d, l.state, {"a", "a#1", {0}, {}});
+    CHECK(early.wait == std::vector<std::int32_t>{1});
+    l.put("status/b", status("b", "b#1", {e2, 1}, {}));
+    CHECK(plan_handoff(d, l.state, {"a", "a#1", {0}, {}}).start == std::vector<std::int32_t>{1});
 }

@@ -167,8 +167,8 @@ public:
     void watch_own_heartbeats(std::string instance) { self_ = std::move(instance); }
     /// @brief This instance's newest heartbeat read back, as of the last
     /// time the reader reached the end of the topic (reached_end()) with a
-    /// decision in hand that lists this member, of the newest epoch, and
-    /// written last: its member id and when it was sent.
+    /// decision in hand that lists this member and was written last: its
+    /// member id and when it was sent.
     ///
     /// Why at the end: compaction removes a decision once a newer one is
     /// written, so a reader behind may read its heartbeat after a decision
@@ -178,7 +178,10 @@ public:
     /// that renewed the lease, so its next owner waits for silence
     /// (handoff.hpp). With a stale decision written last (a paused leader's),
     /// the decision in hand may not be the newest valid one: nothing renews
-    /// until the leader writes its decision again (leader.hpp).
+    /// until the leader writes its decision again (leader.hpp). A newer claim
+    /// without a decision yet renews like the decision in hand: whatever its
+    /// leader decides comes after the heartbeat, as above (a leader change
+    /// would otherwise end every lease while the new leader lists the members).
     struct own_heartbeat {
         std::string member_id;
         std::int64_t sent_ms = 0;
@@ -187,7 +190,7 @@ public:
 
     /// @brief The reader read everything there is: see own_confirmed().
     void reached_end() {
-        if (!own_read_ || !latest_ || latest_->epoch != epoch_ || last_written_ != latest_->id()) return;
+        if (!own_read_ || !latest_ || last_written_ != latest_->id()) return;
         const std::string* m = latest_->member_id_of(self_);
         if (m != nullptr && *m == own_read_->member_id) own_ = own_read_;
     }

@@ -11,7 +11,8 @@
 /// - It starts task p only when every other member of the decision has
 ///   said, in a status published by that membership, that it acted on a
 ///   decision at least as new as the one that gave p here, and does not list
-///   p. A member that acted on such a decision has let go of p; one that has
+///   p (and at least as new as the first decision of the decision's epoch). A
+///   member that acted on such a decision has let go of p; one that has
 ///   not said so yet may still run it, whatever the leader believes. A
 ///   member gone from the group is not waited for: the group has expelled
 ///   it, and its writes are fenced (see the committer).
@@ -68,7 +69,11 @@ struct handoff_plan {
         if (d.members[i] == me) continue;
         const instance_status* st = s.status_of(d.members[i]);
         if (st == nullptr || st->member_id != d.member_ids[i]) return true;  // has not spoken since it joined
-        if (st->acted() < p.since() || st->lists(p.task)) return true;
+        // At least the first decision of d's epoch too: a new leader's first
+        // decision carries the placements of the last one it read, and a
+        // decision of the epoch before may have moved p without its reading
+        // it (compaction removed that epoch's claim before it got there).
+        if (st->acted() < std::max(p.since(), decision_id{d.epoch, 1}) || st->lists(p.task)) return true;
     }
     return false;
 }

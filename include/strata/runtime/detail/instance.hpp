@@ -196,12 +196,7 @@ private:
         s_->producer.get()->poll();
         const detail::coordinator::writes w = s_->coord.poll_writes();
         if (w.acknowledged) s_->consumer.heard_from_cluster();
-        if (const auto sent = s_->coord.heartbeat_confirmed()) {
-            // A lease that ran out meanwhile is let go of before it holds
-            // again: the tasks may have run elsewhere in between.
-            if (s_->committer.heartbeat_lease_out() && !tasks_->active().empty()) let_go_without_lease();
-            s_->committer.heartbeat_confirmed(*sent);
-        }
+        renew_heartbeat_lease();
         if (w.lost)
             counter("strata_instance_coordination_publish_failed_total",
                     "Statuses, claims and decisions that did not reach the coordination topic").inc();
@@ -264,6 +259,8 @@ private:
             // The lease is looked at before each record, not once a pass: a
             // process paused in the middle of a batch wakes with the rest of
             // it in hand, and another instance may run those tasks by then.
+            // A long pass (slow processors) keeps its heartbeats going.
+            keep_alive();
             if (!s_->committer.may_write()) {
                 s_->consumer.put_back(*m);
                 return;
@@ -292,11 +289,34 @@ private:
 
     // ------------------------------------------------------- coordination --
 
+    /// A heartbeat read back renews the heartbeats' lease (liveness.hpp); one
+    /// that ran out meanwhile is let go of first: the tasks may have run
+    /// elsewhere in between.
+    void renew_heartbeat_lease() {
+        const auto sent = s_->coord.heartbeat_confirmed();
+        if (!sent) return;
+        if (s_->committer.heartbeat_lease_out() && !tasks_->active().empty()) let_go_without_lease();
+        s_->committer.heartbeat_confirmed(*sent);
+    }
+
+    /// In the middle of a pass that takes long (a batch of slow records):
+    /// reads the coordination topic, writes a heartbeat when one is due and
+    /// renews the lease, so that the instance is not taken for silent while
+    /// it works. What it read is acted on in the next pass.
+    void keep_alive() {
+        const auto now = clock::now();
+        if (now < next_keep_alive_) return;
+        next_keep_alive_ = now + std::chrono::milliseconds(20);
+        read_mid_pass_ = s_->coord.read() || read_mid_pass_;
+        s_->coord.heartbeat(now);
+        renew_heartbeat_lease();
+    }
+
     /// Reads the coordination topic, decides as leader, and acts on the
     /// newest decision made for this membership (see detail/handoff.hpp).
     void coordinate() {
         const auto now = clock::now();
-        const bool changed = s_->coord.read();
+        const bool changed = s_->coord.read() || std::exchange(read_mid_pass_, false);
         const bool rejoined = refresh_membership();
         s_->coord.heartbeat(now);
         s_->coord.lead(now, s_->consumer.take_changed());
@@ -473,6 +493,8 @@ private:
     detail::instance_session* s_ = nullptr;
     bool waiting_for_release_ = false;
     bool act_again_ = false;  // the tasks changed without a new decision (after fencing, a lost standby)
+    bool read_mid_pass_ = false;  // keep_alive() read something new: act on it
+    clock::time_point next_keep_alive_{};
 };
 
 }  // namespace strata::runtime::detail
