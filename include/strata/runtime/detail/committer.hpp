@@ -22,8 +22,8 @@
 ///   group again (group_stats.hpp says why): deferred, it counts the same.
 /// - Under the lease: outside it nothing is committed, and keep_lease()
 ///   commits something nothing reads when a third of a session is left.
-///   With a liveness timeout, the heartbeats' lease must hold too
-///   (liveness.hpp): the caller reports each acknowledged heartbeat.
+///   With heartbeats, their lease must hold too (liveness.hpp,
+///   heartbeats.hpp): `heartbeat_lease_until` says until when.
 /// - Exactly-once: the stores are flushed into the open transaction, the
 ///   offsets are sent into it, it commits, the next one begins; only then
 ///   do the stores that keep their committed offset in their own data take
@@ -38,7 +38,6 @@
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/detail/lease.hpp>
-#include <strata/runtime/detail/liveness.hpp>
 
 #include <chrono>
 #include <concepts>
@@ -110,8 +109,8 @@ struct committer_options {
     std::string instance;
     std::vector<std::string> input_topics;
     std::chrono::milliseconds session_timeout{10'000};
-    /// The heartbeats' lease (liveness.hpp); 0: the group's lease alone.
-    std::chrono::milliseconds liveness_timeout{0};
+    /// Until when the heartbeats' lease holds (liveness.hpp); empty: the group's lease alone.
+    std::function<std::chrono::steady_clock::time_point()> heartbeat_lease_until{};
     /// What keep_lease() commits: partition 0 of it, at offset 0.
     std::string lease_topic;
     std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
@@ -135,15 +134,11 @@ public:
     using time_point = std::chrono::steady_clock::time_point;
 
     committer(committer_options o, commit_port& port, metrics::registry& reg)
-        : o_(std::move(o)), port_(&port), registry_(&reg), lease_(o_.session_timeout),
-          alive_(o_.liveness_timeout, liveness{o_.liveness_timeout}.margin()) {}
+        : o_(std::move(o)), port_(&port), registry_(&reg), lease_(o_.session_timeout) {}
 
     /// @brief Whether the instance may process, punctuate and commit now:
     /// always under exactly-once (fencing guards it), within the lease under at-least-once.
     [[nodiscard]] bool may_write() const { return o_.exactly_once || within_leases(o_.now()); }
-
-    /// @brief A heartbeat sent at `sent` was read back (coordination_state::own_confirmed).
-    void heartbeat_confirmed(time_point sent) { alive_.confirmed(sent); }
 
     /// @brief At-least-once with a liveness timeout: whether the heartbeats'
     /// lease is out. The instance may then have been left out of a decision
@@ -151,13 +146,12 @@ public:
     /// so it lets go of its tasks and starts none until it holds again
     /// (liveness.hpp).
     [[nodiscard]] bool heartbeat_lease_out() const {
-        return !o_.exactly_once && o_.liveness_timeout.count() > 0 && !alive_.valid(o_.now());
+        return !o_.exactly_once && o_.heartbeat_lease_until && o_.now() >= o_.heartbeat_lease_until();
     }
 
     /// @brief A new membership earns its own lease.
     void new_membership() {
         lease_.reset();
-        alive_.reset();
         next_lease_try_ = {};
         held_ = false;
     }
@@ -282,7 +276,6 @@ public:
     }
 
     [[nodiscard]] const lease& current_lease() const noexcept { return lease_; }
-    [[nodiscard]] const lease& heartbeat_lease() const noexcept { return alive_; }
 
 private:
     metrics::counter& counter(std::string_view name, std::string_view help) {
@@ -314,11 +307,10 @@ private:
     commit_port* port_;
     metrics::registry* registry_;
     [[nodiscard]] bool within_leases(time_point now) const {
-        return lease_.valid(now) && (o_.liveness_timeout.count() <= 0 || alive_.valid(now));
+        return lease_.valid(now) && (!o_.heartbeat_lease_until || now < o_.heartbeat_lease_until());
     }
 
     lease lease_;
-    lease alive_;  // renewed by acknowledged heartbeats (liveness.hpp)
     time_point next_lease_try_{};
     bool held_ = false;  // the lease was valid when keep_lease() last looked
 };

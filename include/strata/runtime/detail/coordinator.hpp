@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// @brief One instance on the coordination topic: it reads what every
-/// instance and leader wrote there, publishes this instance's status and
-/// heartbeats, and, while it leads (the group made it the leader, or it
+/// instance and leader wrote there, publishes this instance's status (its
+/// heartbeats have a thread of their own: heartbeats.hpp), and, while it leads (the group made it the leader, or it
 /// succeeded a silent one), lists the members and publishes the leader's
 /// decisions (the decisions themselves: leader.hpp).
 ///
@@ -16,7 +16,6 @@
 #include <strata/runtime/detail/group_watch.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/leader.hpp>
-#include <strata/runtime/detail/liveness.hpp>
 #include <strata/runtime/task.hpp>
 
 #include <algorithm>
@@ -65,7 +64,6 @@ public:
                                        "read back yet) or leader",
                                        {{"instance", c.instance_id}, {"role", role_names[r]}});
         reader_.watch_for_duplicates({c.instance_id, incarnation_, started_ms_});
-        reader_.watch_own_heartbeats(c.instance_id);
         refuse_a_running_duplicate();
     }
 
@@ -80,7 +78,6 @@ public:
     void set_member_id(std::string id) {
         member_id_ = std::move(id);
         status_dirty_ = true;
-        next_heartbeat_ = {};  // the new membership is heard of at once
     }
 
     /// Reads what is new on the topic.
@@ -110,23 +107,6 @@ public:
             leader_.writes_lost();
         }
         return w;
-    }
-
-    /// Writes a heartbeat when one is due (liveness.hpp): a member only.
-    void heartbeat(clock::time_point now) {
-        if (!liveness_.on() || member_id_.empty() || now < next_heartbeat_) return;
-        const auto sent = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-        writer_.publish(detail::heartbeat{c_->instance_id, member_id_, sent});
-        next_heartbeat_ = now + liveness_.heartbeat_interval();
-    }
-
-    /// When this member's newest heartbeat read back since the last call
-    /// was sent, if it renews the lease (coordination_state::own_confirmed).
-    [[nodiscard]] std::optional<clock::time_point> heartbeat_confirmed() {
-        const auto& own = reader_.state().own_confirmed();
-        if (!own || own->member_id != member_id_ || own->sent_ms <= confirmed_ms_) return std::nullopt;
-        confirmed_ms_ = own->sent_ms;
-        return clock::time_point(std::chrono::milliseconds(own->sent_ms));
     }
 
     /// The leader's part of one pass: it claims its epoch, watches the
@@ -313,9 +293,6 @@ private:
     metrics::counter* abandoned_;
     metrics::counter* successions_;
     std::uint64_t abandoned_seen_ = 0;
-    liveness liveness_{c_->liveness_timeout};
-    std::int64_t confirmed_ms_ = 0;  // the last heartbeat heartbeat_confirmed() reported
-    clock::time_point next_heartbeat_{};
     std::array<metrics::gauge*, 3> roles_{};
 
     std::string member_id_;

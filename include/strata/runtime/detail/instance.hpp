@@ -176,6 +176,7 @@ private:
         while (!stop_requested_.load(std::memory_order_relaxed)) {
             s_->consumer.rethrow_callback_failure();
             if (auto f = s_->restore.failure()) std::rethrow_exception(f);
+            if (auto f = s_->heartbeats.failure()) std::rethrow_exception(f);
             try {
                 pass(interval, next_commit);
             } catch (...) {
@@ -196,7 +197,10 @@ private:
         s_->producer.get()->poll();
         const detail::coordinator::writes w = s_->coord.poll_writes();
         if (w.acknowledged) s_->consumer.heard_from_cluster();
-        renew_heartbeat_lease();
+        if (s_->heartbeats.lapses() != lapses_seen_) {
+            lapses_seen_ = s_->heartbeats.lapses();
+            if (!s_->producer.exactly_once() && !tasks_->active().empty()) let_go_without_lease();
+        }
         if (w.lost)
             counter("strata_instance_coordination_publish_failed_total",
                     "Statuses, claims and decisions that did not reach the coordination topic").inc();
@@ -259,8 +263,6 @@ private:
             // The lease is looked at before each record, not once a pass: a
             // process paused in the middle of a batch wakes with the rest of
             // it in hand, and another instance may run those tasks by then.
-            // A long pass (slow processors) keeps its heartbeats going.
-            keep_alive();
             if (!s_->committer.may_write()) {
                 s_->consumer.put_back(*m);
                 return;
@@ -289,36 +291,12 @@ private:
 
     // ------------------------------------------------------- coordination --
 
-    /// A heartbeat read back renews the heartbeats' lease (liveness.hpp); one
-    /// that ran out meanwhile is let go of first: the tasks may have run
-    /// elsewhere in between.
-    void renew_heartbeat_lease() {
-        const auto sent = s_->coord.heartbeat_confirmed();
-        if (!sent) return;
-        if (s_->committer.heartbeat_lease_out() && !tasks_->active().empty()) let_go_without_lease();
-        s_->committer.heartbeat_confirmed(*sent);
-    }
-
-    /// In the middle of a pass that takes long (a batch of slow records):
-    /// reads the coordination topic, writes a heartbeat when one is due and
-    /// renews the lease, so that the instance is not taken for silent while
-    /// it works. What it read is acted on in the next pass.
-    void keep_alive() {
-        const auto now = clock::now();
-        if (now < next_keep_alive_) return;
-        next_keep_alive_ = now + std::chrono::milliseconds(20);
-        read_mid_pass_ = s_->coord.read() || read_mid_pass_;
-        s_->coord.heartbeat(now);
-        renew_heartbeat_lease();
-    }
-
     /// Reads the coordination topic, decides as leader, and acts on the
     /// newest decision made for this membership (see detail/handoff.hpp).
     void coordinate() {
         const auto now = clock::now();
-        const bool changed = s_->coord.read() || std::exchange(read_mid_pass_, false);
+        const bool changed = s_->coord.read();
         const bool rejoined = refresh_membership();
-        s_->coord.heartbeat(now);
         s_->coord.lead(now, s_->consumer.take_changed());
         if (changed || rejoined || waiting_for_release_ || act_again_) act();
         if (changed) publish_metadata();
@@ -346,16 +324,18 @@ private:
         }
         s_->consumer.clear_lost();
         s_->commit_port.act_for(id);
+        s_->heartbeats.set_member(id);
         s_->coord.set_member_id(std::move(id));
         s_->committer.new_membership();  // a new membership earns its own lease
         return true;
     }
 
-    /// Under at-least-once, once the heartbeats' lease is out, this instance
-    /// may have been left out of a decision it has not read: it lets go of
-    /// every active task without a commit (nothing it holds lands after
-    /// this), and starts them again, restored, once it holds a lease and a
-    /// decision gives them here (liveness.hpp).
+    /// Under at-least-once, once the heartbeats' lease is out (or ran out
+    /// since the last look: heartbeats.hpp counts it), this instance may have
+    /// been left out of a decision it has not read: it lets go of every
+    /// active task without a commit (nothing it holds lands after this), and
+    /// starts them again, restored, once it holds a lease and a decision
+    /// gives them here (liveness.hpp).
     void let_go_without_lease() {
         counter("strata_instance_tasks_let_go_total",
                 "Times this instance let go of its tasks because its heartbeats' lease ran out")
@@ -493,8 +473,7 @@ private:
     detail::instance_session* s_ = nullptr;
     bool waiting_for_release_ = false;
     bool act_again_ = false;  // the tasks changed without a new decision (after fencing, a lost standby)
-    bool read_mid_pass_ = false;  // keep_alive() read something new: act on it
-    clock::time_point next_keep_alive_{};
+    std::uint64_t lapses_seen_ = 0;  // of the heartbeats' lease, acted on
 };
 
 }  // namespace strata::runtime::detail

@@ -14,6 +14,7 @@
 #include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/coordinator.hpp>
 #include <strata/runtime/detail/group_consumer.hpp>
+#include <strata/runtime/detail/heartbeats.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
 #include <strata/runtime/detail/kafka_commit_port.hpp>
 #include <strata/runtime/detail/output.hpp>
@@ -47,12 +48,13 @@ struct instance_session {
           partitions(topics.check_inputs()),
           coordination(topics.ensure_coordination()),
           coord(c, coordination, partitions, *h.rebalance_log, reg),
+          heartbeats(c, coordination),
           producer(c, [this] { return committer.may_write(); }),  // asked only once everything is built
           out(producer.get()),
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); }},
           consumer(c, coordination, coord.leader()),
           commit_port(consumer, out, producer, c.session_timeout / 4),
-          committer(committer_settings(c, coordination), commit_port, reg),
+          committer(committer_settings(c, coordination, heartbeats), commit_port, reg),
           takeover(c, reg),
           restore(std::move(h.build), [this](task& t) { takeover.prepare(t); }, reg, std::move(h.on_restore),
                   c.restore_slice_records) {
@@ -66,6 +68,7 @@ struct instance_session {
     std::int32_t partitions;   // of every input topic: the application's number of tasks
     std::string coordination;  // the coordination topic's name
     coordinator coord;
+    heartbeat_keeper heartbeats;  // on a thread of its own
     instance_producer producer;
     output out;
     task_environment env;
@@ -77,13 +80,14 @@ struct instance_session {
     restorer restore;
 
 private:
-    static committer_options committer_settings(const application_options& c, const std::string& lease_topic) {
+    static committer_options committer_settings(const application_options& c, const std::string& lease_topic,
+                                                const heartbeat_keeper& heartbeats) {
         committer_options o;
         o.exactly_once = c.guarantee == processing_guarantee::exactly_once;
         o.instance = c.instance_id;
         o.input_topics = c.input_topics;
         o.session_timeout = c.session_timeout;
-        o.liveness_timeout = c.liveness_timeout;
+        o.heartbeat_lease_until = [&heartbeats] { return heartbeats.until(); };
         o.lease_topic = lease_topic;
         return o;
     }

@@ -4,7 +4,7 @@
 /// with no Kafka in it: the times, and why acting on them is safe.
 ///
 /// Every member writes a heartbeat (coordination.hpp) every sixth of
-/// `timeout`. A reader keeps, for each member (instance id and member id),
+/// `timeout`, from a thread of its own (heartbeats.hpp). A reader keeps, for each member (instance id and member id),
 /// when it read the member's newest heartbeat and the broker's append time
 /// on it (the topic is created with message.timestamp.type=LogAppendTime).
 /// A member is **silent** when both say `timeout` passed since: the newest
@@ -19,8 +19,11 @@
 ///   instance the decision was not made for (handoff.hpp): whatever the
 ///   silent member still sends is refused.
 /// - Under at-least-once nothing fences it, so it writes only within a lease
-///   (lease.hpp) that each acknowledged heartbeat renews until
-///   `sent + timeout - margin`, `sent` on its own clock. The heartbeat was
+///   (lease.hpp) that each heartbeat renews until `sent + timeout - margin`,
+///   `sent` on its own clock, once the member read it back at the end of the
+///   topic under a decision that lists it (coordination_state::own_confirmed
+///   says why not at once, and why not on its delivery report; handoff.hpp
+///   why the next owner waits for silence in its own reading). The heartbeat was
 ///   appended after it was sent, and the leader acts only once `timeout`
 ///   has passed since that append on the broker's clock and since it read
 ///   it on its own: by then the lease has run out for `margin`, and what the
@@ -29,10 +32,14 @@
 ///   for this; both must agree so that a leader that stalled (and reads a
 ///   backlog late) or a broker clock that jumps does not declare a live
 ///   member silent.
-/// - A member that was only cut off (a network partition, a long pause)
-///   finds a decision without it when it can read again, lets go of every
-///   task it still holds without committing (handoff.hpp), and is put back
-///   in the next decision once its heartbeats land again.
+/// - A member that was only cut off (a network partition, a long pause) lets
+///   go of its tasks without a commit once its lease has run out (it may
+///   have been left out of a decision it cannot read), and is put back in
+///   the next decision once its heartbeats land again.
+/// - The price under at-least-once: while the coordination partition has no
+///   leader, no heartbeat lands, and processing pauses until it is back (an
+///   instance cannot tell that from being cut off from it alone). Under
+///   exactly-once nothing pauses.
 
 #include <algorithm>
 #include <chrono>
