@@ -19,14 +19,15 @@
 // - I1 (leases): no task is held by two instances that both hold valid
 //   leases, awake or paused.
 // - I1 (writes): no task may be written by two instances: an instance
-//   writes only while awake, holding the task, and within its leases (the
-//   runtime's at-least-once leases, detail/lease.hpp: a session timeout less
-//   a margin after it sent the last offset commit the coordinator accepted,
-//   which renews its session; and the liveness timeout less a third after
-//   it sent its last acknowledged heartbeat). An instance left out that has
-//   not heard of it yet (a zombie) may still hold a task another member
-//   runs: that is measured in `zombie_overlap_ms`, and is harmless as long
-//   as its leases stop its writes.
+//   writes only while awake, holding the task, and within its lease (the
+//   runtime's at-least-once lease on its heartbeats, detail/liveness.hpp:
+//   the liveness timeout less a third after it sent the last heartbeat it
+//   read back at the end of the log under a decision listing it; the
+//   group's session lease, detail/lease.hpp, is renewed here as in the
+//   runtime without a say). An instance left out that has not heard of it
+//   yet (a zombie) may still hold a task another member runs: that is
+//   measured in `zombie_overlap_ms`, and is harmless as long as its lease
+//   stops its writes.
 // - I1 (landed writes): a task's data writes (its changelog and outputs)
 //   land only while their run of the task is its newest: none lands once
 //   a member of the group has started another run of it (and restored
@@ -297,10 +298,10 @@ private:
 
     [[nodiscard]] rtd::liveness liveness() const { return {std::chrono::milliseconds(c_.liveness_timeout)}; }
 
-    /// Whether `i` may write (awake or not): within the group's lease and,
-    /// with the liveness timeout on, the heartbeats' lease.
+    /// Whether `i` may write (awake or not): within the heartbeats' lease,
+    /// which replaces the group's (committer.hpp says why).
     [[nodiscard]] bool leased(const instance& i) const {
-        return i.lease.valid(tp(now_)) && i.heard.valid(tp(now_));
+        return i.heard.valid(tp(now_));
     }
 
     static std::chrono::steady_clock::time_point tp(ms t) {

@@ -22,8 +22,9 @@
 ///   group again (group_stats.hpp says why): deferred, it counts the same.
 /// - Under the lease: outside it nothing is committed, and keep_lease()
 ///   commits something nothing reads when a third of a session is left.
-///   With heartbeats, their lease must hold too (liveness.hpp,
-///   heartbeats.hpp): `heartbeat_lease_until` says until when.
+///   With heartbeats (the runtime has them), their lease replaces the
+///   group's (liveness.hpp, heartbeats.hpp): `heartbeat_lease_until` says
+///   until when.
 /// - Exactly-once: the stores are flushed into the open transaction, the
 ///   offsets are sent into it, it commits, the next one begins; only then
 ///   do the stores that keep their committed offset in their own data take
@@ -160,7 +161,7 @@ public:
     /// a session is left (or it ran out) by committing `lease_topic`[0]@0,
     /// and counts the times it ran out.
     void keep_lease() {
-        if (o_.exactly_once) return;
+        if (o_.exactly_once || o_.heartbeat_lease_until) return;
         const time_point sent = o_.now();
         if (lease_.renewal_due(sent) && sent >= next_lease_try_) {
             bool accepted = false;
@@ -306,8 +307,16 @@ private:
     committer_options o_;
     commit_port* port_;
     metrics::registry* registry_;
+    /// With heartbeats, their lease alone (liveness.hpp): the leader leaves
+    /// out a member the group expelled as it does a silent one, and a task
+    /// such a member held starts elsewhere only once it is silent
+    /// (handoff.hpp), so the group's lease adds nothing. It took away a
+    /// session of processing whenever a member joined while a dead one was
+    /// still in the group: commits are deferred while the group rebalances,
+    /// and the group waits for the dead member's session to end.
     [[nodiscard]] bool within_leases(time_point now) const {
-        return lease_.valid(now) && (!o_.heartbeat_lease_until || now < o_.heartbeat_lease_until());
+        if (o_.heartbeat_lease_until) return now < o_.heartbeat_lease_until();
+        return lease_.valid(now);
     }
 
     lease lease_;
