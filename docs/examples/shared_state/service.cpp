@@ -34,6 +34,7 @@
 //   --peer-secret S         only a request carrying this secret may be marked as forwarded
 //                           by another instance (every instance is given the same)
 //   --forward-timeout-ms N  how long a read forwarded to another instance may take (default 2000)
+//   --liveness-ms N         silence after which an instance's partitions move (default 600)
 //   --hedge-ms N            a read a standby may answer also goes to the next copy when the
 //                           one asked is slower than this (default 50; 0: never)
 
@@ -99,6 +100,7 @@ struct settings {
     std::string tls_cert, tls_key, tls_ca, tls_client_ca;
     std::string read_token, peer_secret;
     std::chrono::milliseconds forward_timeout{2'000}, hedge_after{50};
+    std::chrono::milliseconds liveness{600};
 };
 
 /// An entry of the expiry schedule: which agent's report on which object
@@ -224,6 +226,7 @@ rt::application_options options_of(const settings& s) {
     c.guarantee = s.exactly_once ? rt::processing_guarantee::exactly_once : rt::processing_guarantee::at_least_once;
     c.commit_interval = std::chrono::milliseconds(s.exactly_once ? 100 : 200);
     c.session_timeout = std::chrono::milliseconds(6'000);
+    c.liveness_timeout = s.liveness;
     c.client_settings = s.kafka;
     return c;
 }
@@ -554,6 +557,7 @@ settings parse(int argc, char** argv) {
         else if (a == "--read-token") s.read_token = need(i);
         else if (a == "--peer-secret") s.peer_secret = need(i);
         else if (a == "--forward-timeout-ms") s.forward_timeout = std::chrono::milliseconds(std::stoll(need(i)));
+        else if (a == "--liveness-ms") s.liveness = std::chrono::milliseconds(std::stoll(need(i)));
         else if (a == "--hedge-ms") s.hedge_after = std::chrono::milliseconds(std::stoll(need(i)));
         else if (a == "--states-allowed") {
             s.allowed.clear();

@@ -532,6 +532,9 @@ private:
             i.heartbeat_answer_at.reset();
             if (!i.heartbeat_known) {
                 note(i.name + " hears it was expelled (" + i.member_id + ")");
+                // It lets go of its tasks once its producer settled (the
+                // runtime's refresh_membership): what it holds lands or fails.
+                land(i, true);
                 i.member_id.clear();
                 i.active.clear();
                 i.runs.clear();
