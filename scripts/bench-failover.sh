@@ -31,29 +31,14 @@ while (($#)); do
 done
 say() { echo "bench-failover: $*" >&2; }
 
-stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-out_dir="${repo_dir}/build-bench/results/failover/${stamp}"
-work_dir="$(mktemp -d /tmp/strata-failover.XXXXXX)"
-mkdir -p "${out_dir}"
-raw="${out_dir}/raw.jsonl" log="${out_dir}/run.log"
-: >"${raw}"
-
-bash scripts/setup.sh >/dev/null
-say "building benchmarks/runtime (Release)"
-commit="$(git rev-parse --short HEAD)"
-[[ -z "$(git status --porcelain -- include test/runtime/app benchmarks/runtime)" ]] || commit+=" with uncommitted changes"
-cmake -S benchmarks/runtime -B build-bench/runtime -G Ninja -DCMAKE_BUILD_TYPE=Release >>"${log}" 2>&1
-cmake --build build-bench/runtime -j2 >>"${log}" 2>&1
-
-source scripts/lib/broker.sh
-broker_up "${log}"
-trap 'rm -rf "${work_dir}"; broker_down "${log}"' EXIT
+source scripts/lib/runtime_bench.sh
+runtime_bench_prepare failover
 
 for g in ${guarantees}; do
   for how in ${hows}; do
     name="fo-${stamp,,}-${g%%_*}-${how}"
     say "${g}, ${kills} x ${how}"
-    if line="$(build-bench/runtime/runtime_bench kills --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
+    if line="$("${bench}" kills --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
         --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --guarantee "${g}" --standbys 1 \
         --kills "${kills}" --how "${how}" 2>>"${log}" | tail -n 1)" && [[ "${line}" == "{"* ]]; then
       echo "${line}" >>"${raw}"

@@ -27,23 +27,8 @@ while (($#)); do
 done
 say() { echo "bench-runtime-scale: $*" >&2; }
 
-stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-out_dir="${repo_dir}/build-bench/results/runtime-scale/${stamp}"
-work_dir="$(mktemp -d /tmp/strata-runtime-scale.XXXXXX)"
-mkdir -p "${out_dir}"
-raw="${out_dir}/raw.jsonl" log="${out_dir}/run.log"
-: >"${raw}"
-
-bash scripts/setup.sh >/dev/null
-say "building benchmarks/runtime (Release)"
-commit="$(git rev-parse --short HEAD)"
-[[ -z "$(git status --porcelain -- include test/runtime/app benchmarks/runtime)" ]] || commit+=" with uncommitted changes"
-cmake -S benchmarks/runtime -B build-bench/runtime -G Ninja -DCMAKE_BUILD_TYPE=Release >>"${log}" 2>&1
-cmake --build build-bench/runtime -j2 >>"${log}" 2>&1
-
-source scripts/lib/broker.sh
-broker_up "${log}"
-trap 'rm -rf "${work_dir}"; broker_down "${log}"' EXIT
+source scripts/lib/runtime_bench.sh
+runtime_bench_prepare runtime-scale
 
 for p in ${partition_counts}; do
   for g in at_least_once exactly_once; do
@@ -51,7 +36,7 @@ for p in ${partition_counts}; do
       read -r instances standbys <<<"${layout}"
       name="sc-${stamp,,}-p${p}-${g%%_*}-i${instances}"
       say "${p} partitions, ${g}, ${instances} instance(s), ${standbys} standby"
-      if line="$(build-bench/runtime/runtime_bench scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
+      if line="$("${bench}" scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
           --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --partitions "${p}" --guarantee "${g}" \
           --instances "${instances}" --standbys "${standbys}" 2>>"${log}" | tail -n 1)" && [[ "${line}" == "{"* ]]; then
         echo "${line}" >>"${raw}"

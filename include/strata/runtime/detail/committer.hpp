@@ -141,8 +141,7 @@ public:
     /// always under exactly-once (fencing guards it), within the lease under at-least-once.
     [[nodiscard]] bool may_write() const { return o_.exactly_once || within_leases(o_.now()); }
 
-    /// @brief At-least-once with a liveness timeout: whether the heartbeats'
-    /// lease is out. The instance may then have been left out of a decision
+    /// @brief At-least-once with heartbeats: whether their lease is out. The instance may then have been left out of a decision
     /// it has not read (compaction may even keep it from ever reading it),
     /// so it lets go of its tasks and starts none until it holds again
     /// (liveness.hpp).

@@ -207,8 +207,8 @@ private:
         if (!s_->coord.member_id().empty()) s_->committer.keep_lease();
         if (s_->committer.heartbeat_lease_out() && !tasks_->active().empty()) let_go_without_lease();
         if (!s_->committer.may_write()) {
-            // Not confirmed a member lately (detail/lease.hpp): nothing is
-            // processed, punctuated or committed until it is (or it hears it
+            // Its heartbeats' lease is out (detail/liveness.hpp): nothing is
+            // processed, punctuated or committed until it holds (or it hears it
             // was dropped). The consumer is still polled, for its rebalances.
             s_->consumer.hold_inputs(true);
             s_->consumer.serve_group_only();
