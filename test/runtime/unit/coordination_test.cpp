@@ -290,7 +290,7 @@ TEST_CASE("liveness: a member is silent only once the broker's append times and 
     l.beat("a", "a#1", 1'700, 1'100);
     CHECK_FALSE(l.state.silent("b", "b#1", at(1'100), 600ms));
     CHECK(l.state.silent("b", "b#1", at(1'600), 600ms));
-    CHECK(l.state.audible("a", "a#1", at(1'600), 600ms));
+    CHECK(l.state.heard_lately(at(1'600), 600ms) == std::vector<std::pair<std::string, std::string>>{{"a", "a#1"}});
     // heard again
     l.beat("b", "b#1", 1'800, 1'700);
     CHECK_FALSE(l.state.silent("b", "b#1", at(1'800), 600ms));

@@ -141,10 +141,10 @@ public:
     /// always under exactly-once (fencing guards it), within the lease under at-least-once.
     [[nodiscard]] bool may_write() const { return o_.exactly_once || within_leases(o_.now()); }
 
-    /// @brief At-least-once with heartbeats: whether their lease is out. The instance may then have been left out of a decision
-    /// it has not read (compaction may even keep it from ever reading it),
-    /// so it lets go of its tasks and starts none until it holds again
-    /// (liveness.hpp).
+    /// @brief At-least-once with heartbeats: whether their lease is out.
+    /// The instance may then have been left out of a decision it has not
+    /// read (compaction may even keep it from ever reading it), so it lets
+    /// go of its tasks and starts none until it holds again (liveness.hpp).
     [[nodiscard]] bool heartbeat_lease_out() const {
         return !o_.exactly_once && o_.heartbeat_lease_until && o_.now() >= o_.heartbeat_lease_until();
     }
@@ -173,11 +173,10 @@ public:
             if (accepted) lease_.confirmed(sent);
             else next_lease_try_ = o_.now() + std::chrono::milliseconds(50);
         }
-        const bool valid = within_leases(o_.now());
+        const bool valid = lease_.valid(o_.now());
         if (held_ && !valid)
             counter("strata_instance_lease_expired_total",
-                    "Times this instance stopped writing because neither the group nor the coordination topic "
-                    "had confirmed it lately")
+                    "Times this instance stopped writing because the group had not confirmed it a member lately")
                 .inc();
         held_ = valid;
     }

@@ -103,7 +103,8 @@ class coordination_writer {
 public:
     coordination_writer(const std::string& bootstrap, std::string topic, const kafka::settings& extra)
         : topic_(std::move(topic)), producer_(kafka::producer_options{bootstrap, std::nullopt, with_linger(extra)}),
-          tracker_(&producer_.new_tracker()), heartbeats_(&producer_.new_tracker()), rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)) {}
+          tracker_(&producer_.new_tracker()), heartbeats_(&producer_.new_tracker()),
+          rkt_(rd_kafka_topic_new(producer_.get(), topic_.c_str(), nullptr)) {}
 
     void publish(const instance_status& s) { send(status_key(s.instance), encode(s)); }
     void publish(const assignment& a) { send(std::string(assignment_key), encode(a)); }
@@ -116,16 +117,11 @@ public:
         producer_.produce(rkt_.get(), 0, as_bytes(key), bytes_view(value), *heartbeats_);
         producer_.poll();
     }
-    /// @brief Removes what an instance long gone left: its status and heartbeat.
+    /// @brief Removes what an instance long gone left, its status and its
+    /// heartbeat (the leader does, long after it left).
     void remove_instance(const std::string& instance) {
-        remove_status(instance);
-        const std::string key = heartbeat_key(instance);
-        producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
-    }
-    /// @brief Removes an instance's status (the leader does, long after it left).
-    void remove_status(const std::string& instance) {
-        const std::string key = status_key(instance);
-        producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
+        for (const std::string& key : {status_key(instance), heartbeat_key(instance)})
+            producer_.produce(rkt_.get(), 0, as_bytes(key), std::nullopt, *tracker_);
     }
 
     /// @brief Serves delivery reports.

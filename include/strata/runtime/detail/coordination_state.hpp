@@ -153,14 +153,8 @@ public:
                                                                                std::chrono::milliseconds timeout) const {
         std::vector<std::pair<std::string, std::string>> out;
         for (const auto& [who, t] : heard_)
-            if (!silent(who.first, who.second, now, timeout)) out.push_back(who);
+            if (timeout.count() <= 0 || !silent_since(t, now, timeout)) out.push_back(who);
         return out;
-    }
-    /// @brief Whether the member was heard of and is not silent at `now`.
-    [[nodiscard]] bool audible(std::string_view instance, std::string_view member_id,
-                               std::chrono::steady_clock::time_point now, std::chrono::milliseconds timeout) const {
-        return timeout.count() > 0 && heard_.contains(std::pair<std::string, std::string>(instance, member_id)) &&
-               !silent(instance, member_id, now, timeout);
     }
 
     /// @brief Reads this process's own heartbeats back (liveness.hpp): see own_heartbeat().
@@ -194,9 +188,6 @@ public:
         const std::string* m = latest_->member_id_of(self_);
         if (m != nullptr && *m == own_read_->member_id) own_ = own_read_;
     }
-
-    /// @brief The newest append time read on the topic (-1: none known).
-    [[nodiscard]] std::int64_t broker_now_ms() const noexcept { return broker_now_ms_; }
 
     /// @brief Whether the member `member_id` of `instance` said it left.
     [[nodiscard]] bool withdrew(std::string_view instance, std::string_view member_id) const {

@@ -2,9 +2,10 @@
 /// @file
 /// @brief One instance on the coordination topic: it reads what every
 /// instance and leader wrote there, publishes this instance's status (its
-/// heartbeats have a thread of their own: heartbeats.hpp), and, while it leads (the group made it the leader, or it
-/// succeeded a silent one), lists the members and publishes the leader's
-/// decisions (the decisions themselves: leader.hpp).
+/// heartbeats have a thread of their own: heartbeats.hpp), and, while it
+/// leads (the group made it the leader, or it succeeded a silent one), lists
+/// the members and publishes the leader's decisions (the decisions
+/// themselves: leader.hpp).
 ///
 /// It refuses, before anything else of the instance starts, to run beside
 /// a live process with the same instance id: see the constructor.

@@ -21,6 +21,7 @@
 #include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/coordination_log.hpp>
+#include <strata/runtime/detail/lease.hpp>
 #include <strata/runtime/detail/liveness.hpp>
 
 #include <atomic>
@@ -57,6 +58,7 @@ public:
         const std::lock_guard lock(mutex_);
         if (member_id == member_) return;
         member_ = member_id;
+        lease_.reset();
         until_.store(0);
         next_ = {};
     }
@@ -105,12 +107,11 @@ private:
         if (!own) return;
         const std::lock_guard lock(mutex_);
         if (own->member_id != member_ || own->sent_ms <= confirmed_ms_) return;
-        const bool first = until_.load() == 0;  // of this membership
         confirmed_ms_ = own->sent_ms;
-        const auto until = clock::time_point(std::chrono::milliseconds(own->sent_ms)) + liveness_.timeout - liveness_.margin();
-        const auto now = clock::now();
-        if (!first && now >= this->until()) lapses_.fetch_add(1);
-        if (until > this->until()) until_.store(until.time_since_epoch().count());
+        // A renewal after the lease ran out (not the first of this membership) is a lapse.
+        if (lease_.until() != clock::time_point{} && !lease_.valid(clock::now())) lapses_.fetch_add(1);
+        lease_.confirmed(clock::time_point(std::chrono::milliseconds(own->sent_ms)));
+        until_.store(lease_.until().time_since_epoch().count());
     }
 
     [[nodiscard]] static kafka::settings writer_settings(const application_options& c) {
@@ -128,6 +129,7 @@ private:
     std::string member_;            // under mutex_
     clock::time_point next_{};      // under mutex_: the next heartbeat
     std::int64_t confirmed_ms_ = 0;  // under mutex_: the newest heartbeat that renewed the lease
+    lease lease_{liveness_.timeout, liveness_.margin()};  // under mutex_; until_ publishes its end
     std::exception_ptr failure_;    // under mutex_
     std::atomic<clock::rep> until_{0};
     std::atomic<std::uint64_t> lapses_{0};

@@ -37,11 +37,10 @@
 namespace strata::runtime::detail {
 
 /// @brief The longest a record may stay unsettled under at-least-once: the
-/// smaller margin of the two leases (lease.hpp, liveness.hpp).
+/// heartbeats' lease margin (liveness.hpp), and never more than the
+/// group's (lease.hpp).
 [[nodiscard]] inline std::chrono::milliseconds at_least_once_delivery_bound(const application_options& c) {
-    const std::chrono::milliseconds group = lease::delivery_bound(c.session_timeout);
-    const liveness l{c.liveness_timeout};
-    return l.on() ? std::min(group, l.margin()) : group;
+    return std::min(lease::delivery_bound(c.session_timeout), liveness{c.liveness_timeout}.margin());
 }
 
 class instance_producer {
@@ -163,7 +162,8 @@ private:
             if (!eos && delivery_timeout_ > delivery_timeout)
                 c_->warn("producer_settings message.timeout.ms=" + it->second + " is over " +
                          std::to_string(delivery_timeout.count()) +
-                         " ms (a fifth of session_timeout, a third of liveness_timeout): records an instance queued before a pause may land after "
+                         " ms (a third of liveness_timeout, at most a fifth of session_timeout): records an "
+                         "instance queued before a pause may land after "
                          "another instance took its tasks over, and undo that instance's changelog writes");
         }
         if (eos) {

@@ -23,11 +23,11 @@
 /// can have expelled the member (a session after the commit was sent),
 /// and so before any other instance writes for the task.
 ///
-/// A second lease of the same kind runs on the coordination topic's
-/// heartbeats (liveness.hpp): each acknowledged heartbeat renews it until
-/// its sending plus `liveness_timeout` less a third of it. The instance
-/// writes only while both are valid, and records settle within the smaller
-/// margin.
+/// A lease of the same kind runs on the coordination topic's heartbeats
+/// (liveness.hpp, heartbeats.hpp): each heartbeat read back renews it until
+/// its sending plus `liveness_timeout` less a third of it. The runtime's
+/// instances have heartbeats, and that lease replaces this one
+/// (committer.hpp says why); records settle within its margin.
 
 #include <algorithm>
 #include <chrono>

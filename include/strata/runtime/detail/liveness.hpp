@@ -47,11 +47,9 @@
 namespace strata::runtime::detail {
 
 struct liveness {
-    /// Silence after which a member is left out; 0: only the group's session
-    /// timeout detects a dead member.
+    /// Silence after which a member is left out.
     std::chrono::milliseconds timeout{0};
 
-    [[nodiscard]] constexpr bool on() const noexcept { return timeout.count() > 0; }
     /// How often a member writes its heartbeat.
     [[nodiscard]] constexpr std::chrono::milliseconds heartbeat_interval() const noexcept {
         return std::max<std::chrono::milliseconds>(timeout / 6, std::chrono::milliseconds(10));
