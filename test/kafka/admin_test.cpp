@@ -74,3 +74,37 @@ TEST_CASE("admin: an unreachable cluster fails within the timeout", "[kafka][adm
     REQUIRE_THROWS_AS(ensure_topic(kafka_test::unique_name("unreachable"), o), strata::changelog_error);
     REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
+
+TEST_CASE("admin: a request a dying broker cut off is asked again; an error asking again cannot mend is not",
+          "[kafka][admin]") {
+    // A broker killed while it answers leaves a transport error: a store that
+    // opens then must not stop its instance for it (the chaos campaign's
+    // coordinator kills found one that did).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int calls = 0;
+    const auto flaky = [&] {
+        if (++calls < 3) throw strata::kafka::error("describe", RD_KAFKA_RESP_ERR__TRANSPORT);
+        return calls;
+    };
+    REQUIRE(strata::kafka::detail::retry_while_transient(deadline, flaky) == 3);
+
+    calls = 0;
+    const auto refused = [&]() -> int {
+        ++calls;
+        throw strata::kafka::error("describe", RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    };
+    REQUIRE_THROWS_AS(strata::kafka::detail::retry_while_transient(deadline, refused), strata::kafka::error);
+    REQUIRE(calls == 1);
+
+    // Past the deadline the last transient error is the caller's.
+    calls = 0;
+    const auto always = [&]() -> int {
+        ++calls;
+        throw strata::kafka::error("describe", RD_KAFKA_RESP_ERR__TRANSPORT);
+    };
+    REQUIRE_THROWS_AS(strata::kafka::detail::retry_while_transient(
+                          std::chrono::steady_clock::now() + std::chrono::milliseconds(350), always),
+                      strata::kafka::error);
+    REQUIRE(calls >= 2);
+    REQUIRE(calls <= 4);
+}

@@ -135,18 +135,18 @@ inline std::string cleanup_policy(rd_kafka_t* rk, const std::string& topic, cons
     return {};
 }
 
-/// Runs `f` until it returns, again while it throws UNKNOWN_TOPIC_OR_PART
-/// and `deadline` is not near: a topic another client has just created is
-/// unknown for a moment to the broker that answers (on a cluster, brokers
-/// learn of it one by one).
+/// Runs `f` until it returns, again while it throws an error that asking
+/// again may mend (detail::transient) and `deadline` is not near: a topic
+/// another client has just created is unknown for a moment to the broker
+/// that answers (on a cluster, brokers learn of it one by one), and a broker
+/// that dies while it answers leaves a transport error behind.
 template <class F>
-auto retry_while_unknown_topic(std::chrono::steady_clock::time_point deadline, F&& f) -> decltype(f()) {
+auto retry_while_transient(std::chrono::steady_clock::time_point deadline, F&& f) -> decltype(f()) {
     for (;;) {
         try {
             return f();
         } catch (const error& e) {
-            if (e.code() != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
+            if (!transient(e.code()) || std::chrono::steady_clock::now() + std::chrono::milliseconds(100) >= deadline)
                 throw;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -200,7 +200,11 @@ inline std::int32_t await_partitions(rd_kafka_t* rk, const std::string& topic, s
 inline topic_status ensure_topic(const std::string& topic, const topic_options& o) {
     if (o.partitions < 1) throw usage_error("strata::kafka::ensure_topic: partitions must be at least 1");
     const client admin = detail::admin_client(o);
-    const bool created = detail::create_topic(admin.get(), topic, o);
+    const auto deadline = std::chrono::steady_clock::now() + o.timeout;
+    // Asked again after a transport error, creating finds the topic it made
+    // the first time: existing, its settings are then checked as any other's.
+    const bool created =
+        detail::retry_while_transient(deadline, [&] { return detail::create_topic(admin.get(), topic, o); });
     const std::int32_t partitions =
         detail::await_partitions(admin.get(), topic, created ? o.partitions : -1, o.timeout);
     if (created) return topic_status::created;
@@ -211,8 +215,8 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
                               " (one per input partition); a changelog's partition count cannot change, so "
                               "recreate the topic or use the matching count");
     if (o.require_compaction) {
-        const std::string policy = detail::retry_while_unknown_topic(
-            std::chrono::steady_clock::now() + o.timeout, [&] { return detail::cleanup_policy(admin.get(), topic, o); });
+        const std::string policy =
+            detail::retry_while_transient(deadline, [&] { return detail::cleanup_policy(admin.get(), topic, o); });
         if (policy != "compact")
             throw changelog_error("strata::kafka: changelog topic " + topic + " has cleanup.policy=" +
                                   (policy.empty() ? std::string("<unknown>") : policy) +
@@ -227,12 +231,12 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
 /// @brief The fewest replicas any partition of `topic` has (what a
 /// replication factor of -1, the broker's default, came to).
 /// A topic just created may be unknown for a moment to the broker that
-/// answers: retried until `o.timeout`.
+/// answers, and a broker may die while it answers: retried until `o.timeout`.
 inline int replication_of(const std::string& topic, const topic_options& o) {
     using owned_metadata = std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>>;
     const client admin = detail::admin_client(o);
     const unique_topic rkt(rd_kafka_topic_new(admin.get(), topic.c_str(), nullptr));
-    const owned_metadata md = detail::retry_while_unknown_topic(std::chrono::steady_clock::now() + o.timeout, [&] {
+    const owned_metadata md = detail::retry_while_transient(std::chrono::steady_clock::now() + o.timeout, [&] {
         const rd_kafka_metadata_t* m = nullptr;
         check(rd_kafka_metadata(admin.get(), 0, rkt.get(), &m, timeout_ms(o.timeout)), "describe topic " + topic);
         owned_metadata owned(m);

@@ -159,6 +159,17 @@ struct partition_bounds {
 };
 
 namespace detail {
+
+/// Errors a cluster gives while a broker dies, a leader moves or a topic just
+/// made is not known everywhere yet: asking again (after new metadata) helps.
+[[nodiscard]] inline bool transient(rd_kafka_resp_err_t err) noexcept {
+    return err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+           err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+           err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC || err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR ||
+           err == RD_KAFKA_RESP_ERR_NOT_CONTROLLER || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+           err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+}
+
 /// Asks the cluster for `topic`'s metadata, which updates librdkafka's
 /// cache of its partitions' leaders. Errors are left to the caller's retry.
 inline void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeout) {
@@ -212,14 +223,7 @@ inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, st
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
             err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_END, hi, std::min(attempt, left()));
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo < 0 ? hi : lo, hi};
-        const bool transient = err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
-                               err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
-                               err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-                               err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
-                               err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
-                               err == RD_KAFKA_RESP_ERR_NOT_COORDINATOR || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
-                               err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
-        if (!transient || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
+        if (!detail::transient(err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         // librdkafka 2.0 asks the leader it has cached again and again: after
