@@ -7,6 +7,8 @@
 
 #include <strata/kafka/changelog.hpp>
 
+#include <array>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -144,6 +146,54 @@ TEST_CASE("kafka::changelog: replays reuse the changelog's consumer, and may ove
     REQUIRE(replay_all(log, 7).size() == 3);
     kafka::changelog moved(std::move(log));
     REQUIRE(replay_all(moved, 9).size() == 1);
+}
+
+TEST_CASE("kafka::changelog: changelogs of many partitions share one reader, and replay through it at once",
+          "[kafka][changelog]") {
+    constexpr std::int32_t partitions = 4;
+    const std::string topic = kafka_test::make_topic("shared-reader", partitions);
+    auto shared = std::make_shared<kafka::changelog_reader>(kafka_test::log_options(topic));
+    std::vector<kafka::changelog> logs;
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        auto o = kafka_test::log_options(topic, p);
+        o.reader = shared;
+        logs.emplace_back(std::move(o));
+        for (int i = 0; i <= p; ++i) logs.back().append(make("p" + std::to_string(p) + "-" + std::to_string(i), "v").view());
+        REQUIRE(logs.back().flush() == static_cast<strata::offset_t>(p + 1));
+    }
+    {
+        // One replay of each partition open at once, read in turns: each
+        // reads its own partition's records only.
+        auto r0 = logs[0].replay(0), r1 = logs[1].replay(0), r2 = logs[2].replay(0), r3 = logs[3].replay(0);
+        const std::array<kafka::changelog::replay_range*, partitions> open{&r0, &r1, &r2, &r3};
+        REQUIRE(shared->open_replays() == partitions);
+        std::vector<std::vector<std::string>> keys(partitions);
+        for (bool more = true; more;) {
+            more = false;
+            for (std::int32_t p = 0; p < partitions; ++p) {
+                for (const strata::record_view& r : open[static_cast<std::size_t>(p)]->next_batch()) {
+                    keys[static_cast<std::size_t>(p)].emplace_back(reinterpret_cast<const char*>(r.key.data()), r.key.size());
+                    more = true;
+                }
+            }
+        }
+        for (std::int32_t p = 0; p < partitions; ++p) {
+            REQUIRE(keys[static_cast<std::size_t>(p)].size() == static_cast<std::size_t>(p + 1));
+            for (const std::string& k : keys[static_cast<std::size_t>(p)]) REQUIRE(k.rfind("p" + std::to_string(p) + "-", 0) == 0);
+        }
+        // A second replay of a partition open already reads with a consumer of its own.
+        REQUIRE(replay_all(logs[3]).size() == 4);
+        REQUIRE(shared->open_replays() == partitions);
+    }
+    REQUIRE(shared->open_replays() == 0);
+    REQUIRE(replay_all(logs[2], 1).size() == 2);
+    REQUIRE(logs[1].end_offset() == 2);
+
+    // A reader made for read_committed serves no changelog that reads uncommitted.
+    auto uncommitted = kafka_test::log_options(topic, 0);
+    uncommitted.read_committed = !kafka_test::log_options(topic).read_committed;
+    uncommitted.reader = shared;
+    REQUIRE_THROWS_AS(kafka::changelog(uncommitted), strata::usage_error);
 }
 
 TEST_CASE("kafka::changelog: a replay read in batches hands over exactly the records of one read by iterator",

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -25,6 +27,8 @@
 #include <librdkafka/rdkafka.h>
 
 namespace strata::kafka {
+
+class changelog_reader;
 
 /// @brief Where a `kafka::changelog` writes and how.
 struct changelog_options {
@@ -54,6 +58,10 @@ struct changelog_options {
     bool read_committed = true;
     /// Records handed over per librdkafka batch call during replay.
     std::size_t replay_batch = 4096;
+    /// The consumer that looks up offsets and replays, shared with other
+    /// changelogs (see changelog_reader); none: the changelog connects one
+    /// of its own.
+    std::shared_ptr<changelog_reader> reader{};
 };
 
 /// @brief The settings strata gives the consumer that replays a changelog
@@ -94,6 +102,57 @@ inline client make_consumer(const changelog_options& o) {
 }
 }  // namespace detail
 
+/// @brief The consumer with which changelogs look up their offsets and
+/// replay, shared by as many of them as hold it: every logged store of an
+/// application instance, whatever its tasks and standbys. A librdkafka
+/// client has a thread of its own, one per broker it talks to, and a
+/// connection to each; a consumer per changelog made an instance of 1,000
+/// tasks hold more than 1,000 clients (docs/benchmarks-runtime.md, "Scale").
+///
+/// Replays of different partitions read through it at once, each its own
+/// partition's queue (librdkafka fetches for all of them together); a
+/// second replay of the same partition, while the first is open, connects a
+/// consumer of its own. The connection settings (bootstrap servers, client
+/// and consumer settings, read_committed) are those of the options it is
+/// made with; a changelog with other ones is refused. Thread-safe.
+class changelog_reader {
+public:
+    /// @brief Connects (lazily: librdkafka connects on the first request).
+    explicit changelog_reader(const changelog_options& o)
+        : consumer_(detail::make_consumer(o)), bootstrap_(o.bootstrap_servers), read_committed_(o.read_committed) {}
+
+    [[nodiscard]] rd_kafka_t* get() const noexcept { return consumer_.get(); }
+
+    /// @brief Whether a changelog with options `o` may read through it.
+    [[nodiscard]] bool fits(const changelog_options& o) const noexcept {
+        return o.bootstrap_servers == bootstrap_ && o.read_committed == read_committed_;
+    }
+
+    /// @brief Claims the partition's queue for one replay. False while
+    /// another replay of it is open.
+    [[nodiscard]] bool open(const std::string& topic, std::int32_t partition) {
+        const std::lock_guard lock(mutex_);
+        return open_.emplace(topic, partition).second;
+    }
+    /// @brief Gives back what open() claimed.
+    void close(const std::string& topic, std::int32_t partition) noexcept {
+        const std::lock_guard lock(mutex_);
+        open_.erase({topic, partition});
+    }
+    /// @brief Replays open now.
+    [[nodiscard]] std::size_t open_replays() const {
+        const std::lock_guard lock(mutex_);
+        return open_.size();
+    }
+
+private:
+    client consumer_;
+    std::string bootstrap_;
+    bool read_committed_;
+    mutable std::mutex mutex_;
+    std::set<std::pair<std::string, std::int32_t>> open_;  // under mutex_
+};
+
 /// @brief A changelog in partition `partition` of a Kafka topic; satisfies
 /// `strata::changelog`.
 ///
@@ -108,9 +167,10 @@ inline client make_consumer(const changelog_options& o) {
 ///   again. Recover by rebuilding the store from a new changelog object.
 /// - `end_offset` asks the broker (the last stable offset when read_committed).
 /// - `replay(from)` reads up to the end offset taken when it begins, with the
-///   consumer the changelog connected at construction, so a restore does not
-///   pay for a new connection (a replay made while another is open connects
-///   a consumer of its own).
+///   changelog's reader (`changelog_options::reader`, shared, or one the
+///   changelog connected at construction), so a restore does not pay for a
+///   new connection (a replay made while another of the same partition is
+///   open connects a consumer of its own).
 ///
 /// Movable, not copyable; one thread at a time.
 class changelog {
@@ -129,8 +189,11 @@ public:
     /// options' producer settings are not used.
     changelog(changelog_options o, std::shared_ptr<producer> p)
         : opts_(std::move(o)), producer_(std::move(p)), tracker_(&producer_->new_tracker()),
-          reader_(std::make_unique<reader>(detail::make_consumer(opts_))) {
+          reader_(opts_.reader ? opts_.reader : std::make_shared<changelog_reader>(opts_)) {
         if (opts_.partition < 0) throw usage_error("strata::kafka::changelog: negative partition");
+        if (!reader_->fits(opts_))
+            throw usage_error("strata::kafka::changelog: the shared changelog_reader was made for other bootstrap "
+                              "servers or another read_committed than " + where() + "'s options");
         const std::int32_t count =
             probe_topic(producer_->get(), opts_.bootstrap_servers, opts_.topic, opts_.connect_timeout);
         if (opts_.partition >= count)
@@ -184,7 +247,7 @@ public:
     /// @throws changelog_error the broker did not answer within request_timeout
     [[nodiscard]] offset_t end_offset() const {
         const std::int64_t hi =
-            list_end_offset(reader_->consumer.get(), opts_.topic, opts_.partition, opts_.request_timeout);
+            list_end_offset(reader_->get(), opts_.topic, opts_.partition, opts_.request_timeout);
         return hi < 0 ? 0 : static_cast<offset_t>(hi);
     }
 
@@ -217,14 +280,8 @@ private:
     std::shared_ptr<producer> producer_;
     delivery_tracker* tracker_;
     /// The consumer of offset lookups and replays, with the configured
-    /// isolation level. On the heap: a replay points to it, and the changelog
-    /// may move.
-    struct reader {
-        explicit reader(client c) : consumer(std::move(c)) {}
-        client consumer;
-        bool replay_open = false;
-    };
-    std::unique_ptr<reader> reader_;
+    /// isolation level: the options' shared one, or the changelog's own.
+    std::shared_ptr<changelog_reader> reader_;
     unique_topic topic_;
     offset_t durable_end_ = 0;
     std::uint64_t appended_ = 0;
@@ -266,7 +323,7 @@ public:
         replay_range* r_ = nullptr;
     };
 
-    replay_range(const changelog_options& o, reader& r, offset_t from)
+    replay_range(const changelog_options& o, changelog_reader& r, offset_t from)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]") {
         const partition_bounds b = list_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
@@ -395,27 +452,25 @@ private:
         return !views_.empty();
     }
 
-    /// The changelog's consumer when no other replay holds it (it is
-    /// connected already), else a new one of the replay's own.
+    /// The changelog's reader when no other replay of the partition holds
+    /// it (it is connected already), else a new consumer of the replay's own.
     class consumer_lease {
     public:
-        consumer_lease(reader& r, const changelog_options& o) {
-            if (!r.replay_open) {
-                r.replay_open = true;
-                shared_ = &r;
-            } else {
-                own_.emplace(detail::make_consumer(o));
-            }
+        consumer_lease(changelog_reader& r, const changelog_options& o) : topic_(o.topic), partition_(o.partition) {
+            if (r.open(topic_, partition_)) shared_ = &r;
+            else own_.emplace(detail::make_consumer(o));
         }
         consumer_lease(const consumer_lease&) = delete;
         consumer_lease& operator=(const consumer_lease&) = delete;
         ~consumer_lease() {
-            if (shared_ != nullptr) shared_->replay_open = false;
+            if (shared_ != nullptr) shared_->close(topic_, partition_);
         }
-        [[nodiscard]] rd_kafka_t* get() const noexcept { return shared_ ? shared_->consumer.get() : own_->get(); }
+        [[nodiscard]] rd_kafka_t* get() const noexcept { return shared_ ? shared_->get() : own_->get(); }
 
     private:
-        reader* shared_ = nullptr;  // the changelog's, which outlives the replay
+        std::string topic_;
+        std::int32_t partition_;
+        changelog_reader* shared_ = nullptr;  // the changelog's, which outlives the replay
         std::optional<client> own_;
     };
 

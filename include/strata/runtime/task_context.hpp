@@ -37,6 +37,9 @@ struct task_environment {
     /// Makes sure the changelog topic of a store exists (one partition per
     /// input partition, compacted) and returns its name.
     std::function<std::string(std::string_view store)> ensure_changelog;
+    /// The consumer every changelog of the instance reads through (offset
+    /// lookups, restores, standbys): one per instance, whatever its tasks.
+    std::shared_ptr<kafka::changelog_reader> changelog_reader;
 };
 
 template <class CodecArg>
@@ -73,6 +76,7 @@ public:
         o.request_timeout = c.broker_timeout;
         o.read_committed = true;
         o.replay_batch = 4096;
+        o.reader = env_->changelog_reader;
         return kafka::changelog(std::move(o), env_->producer);
     }
 

@@ -51,7 +51,8 @@ struct instance_session {
           heartbeats(c, coordination),
           producer(c, [this] { return committer.may_write(); }),  // asked only once everything is built
           out(producer.get()),
-          env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); }},
+          env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); },
+              shared_changelog_reader(c)},
           consumer(c, coordination, coord.leader()),
           commit_port(consumer, out, producer, c.session_timeout / 4),
           committer(committer_settings(c, coordination, heartbeats), commit_port, reg),
@@ -80,6 +81,15 @@ struct instance_session {
     restorer restore;
 
 private:
+    /// Read committed, as every changelog of the runtime (task_context::changelog).
+    static std::shared_ptr<kafka::changelog_reader> shared_changelog_reader(const application_options& c) {
+        kafka::changelog_options o;
+        o.bootstrap_servers = c.bootstrap_servers;
+        o.consumer_settings = c.consumer_settings;
+        o.read_committed = true;
+        return std::make_shared<kafka::changelog_reader>(o);
+    }
+
     static committer_options committer_settings(const application_options& c, const std::string& lease_topic,
                                                 const heartbeat_keeper& heartbeats) {
         committer_options o;
