@@ -75,7 +75,7 @@ TEST_CASE("admin: an unreachable cluster fails within the timeout", "[kafka][adm
     REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
 
-TEST_CASE("admin: a request a dying broker cut off is asked again; an error asking again cannot mend is not",
+TEST_CASE("admin: a request a dying broker cut off is asked again, but not one that asking again cannot mend",
           "[kafka][admin]") {
     // A broker killed while it answers leaves a transport error: a store that
     // opens then must not stop its instance for it (the chaos campaign's

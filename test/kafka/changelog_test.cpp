@@ -8,9 +8,11 @@
 #include <strata/kafka/changelog.hpp>
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kafka = strata::kafka;
@@ -194,6 +196,40 @@ TEST_CASE("kafka::changelog: changelogs of many partitions share one reader, and
     uncommitted.read_committed = !kafka_test::log_options(topic).read_committed;
     uncommitted.reader = shared;
     REQUIRE_THROWS_AS(kafka::changelog(uncommitted), strata::usage_error);
+}
+
+TEST_CASE("kafka::changelog: a follower reads records written after it began, as they come, and never waits",
+          "[kafka][changelog]") {
+    const std::string topic = kafka_test::make_topic("follow");
+    kafka::changelog log(kafka_test::log_options(topic));
+    for (int i = 0; i < 5; ++i) log.append(make("a" + std::to_string(i), "v").view());
+    REQUIRE(log.flush() == 5);
+
+    auto follower = log.follow(2);
+    std::vector<strata::offset_t> seen;
+    const auto take = [&](std::size_t until) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (seen.size() < until && std::chrono::steady_clock::now() < deadline) {
+            const auto asked = std::chrono::steady_clock::now();
+            if (!follower.poll()) {
+                REQUIRE(std::chrono::steady_clock::now() - asked < std::chrono::milliseconds(100));  // no wait
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                continue;
+            }
+            for (auto it = follower.begin(); it != follower.end(); ++it) seen.push_back((*it).offset);
+        }
+    };
+    take(3);
+    REQUIRE(seen == std::vector<strata::offset_t>{2, 3, 4});
+    REQUIRE(follower.end_offset() >= 5);
+
+    for (int i = 0; i < 3; ++i) log.append(make("b" + std::to_string(i), "v").view());
+    REQUIRE(log.flush() == 8);
+    take(6);
+    REQUIRE(seen == std::vector<strata::offset_t>{2, 3, 4, 5, 6, 7});
+    REQUIRE(follower.end_offset() == 8);
+    REQUIRE_FALSE(follower.poll());  // nothing more: the sentinel, not the end
+    REQUIRE(follower.end_offset() == 8);
 }
 
 TEST_CASE("kafka::changelog: a replay read in batches hands over exactly the records of one read by iterator",

@@ -42,10 +42,14 @@ strata::offset_t write(const std::string& topic, int from, int to, const std::st
 /// restorer's build function (on the restore thread), as the factory's are.
 class kv_task final : public rt::task {
 public:
-    kv_task(std::int32_t partition, std::string topic) : task(partition), topic_(std::move(topic)) {}
+    /// @param reader the reader its changelog reads through (none: one of its own)
+    kv_task(std::int32_t partition, std::string topic, std::shared_ptr<kafka::changelog_reader> reader = {})
+        : task(partition), topic_(std::move(topic)), reader_(std::move(reader)) {}
 
     void build_stores() {
-        log_.emplace(kafka_test::log_options(topic_));
+        kafka::changelog_options o = kafka_test::log_options(topic_);
+        o.reader = reader_;
+        log_.emplace(std::move(o));
         store_.emplace(kv("kv") | strata::logged(*log_));
         const std::lock_guard lock(mutex());
         stores_.push_back(std::make_unique<rt::detail::store_port_of<logged_kv>>(*store_));
@@ -70,6 +74,7 @@ public:
 
 private:
     std::string topic_;
+    std::shared_ptr<kafka::changelog_reader> reader_;
     std::optional<kafka::changelog> log_;
     std::optional<logged_kv> store_;
 };
@@ -102,6 +107,13 @@ struct harness {
     std::atomic<int> events{0};
     rt::detail::restorer restore;
 };
+
+/// Stops (or starts again) the fetching of one partition by a reader.
+void pause_fetching(rd_kafka_t* rk, const std::string& topic, std::int32_t partition, bool pause) {
+    const kafka::unique_partition_list l = kafka::one_partition(topic, partition, RD_KAFKA_OFFSET_INVALID);
+    REQUIRE((pause ? rd_kafka_pause_partitions(rk, l.get()) : rd_kafka_resume_partitions(rk, l.get())) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+}
 
 /// Waits until `done` holds, for up to 60 s.
 template <class F>
@@ -196,14 +208,19 @@ TEST_CASE("restorer: a standby whose changelog lost records it had not read is r
     const std::string topic = kafka_test::make_topic("restorer-lost");
     write(topic, 0, 100);
     harness h(500, {}, 5s);  // caught up, it looks again after 5 s
-    auto t = std::make_shared<kv_task>(0, topic);
+    auto reader = std::make_shared<kafka::changelog_reader>(kafka_test::log_options(topic));
+    auto t = std::make_shared<kv_task>(0, topic, reader);
     h.restore.add_standby(t);
     REQUIRE(eventually([&] { return t->size() == 100 && t->standby_lag() == 0; }));
 
-    // Records 100..199 are written and deleted before the standby looks
-    // again: its copy can no longer be brought up to date.
+    // A standby follows its changelog: its reader fetches as records come.
+    // Its fetching held (as a reader busy elsewhere might be), records
+    // 100..199 are written and deleted before it fetches them: its copy can
+    // no longer be brought up to date.
+    pause_fetching(reader->get(), topic, 0, true);
     const strata::offset_t end = write(topic, 100, 200);
     kafka_test::delete_records_before(topic, 0, end - 10);
+    pause_fetching(reader->get(), topic, 0, false);
     std::vector<rt::detail::restorer::lost_standby> lost;
     REQUIRE(eventually([&] {
         auto more = h.restore.take_lost();

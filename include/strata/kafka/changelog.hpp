@@ -254,6 +254,12 @@ public:
     /// @brief The records from offset `from` up to the end offset taken now.
     [[nodiscard]] replay_range replay(offset_t from = 0) const;
 
+    /// @brief The records from offset `from` on, with no end: those written
+    /// later come as they are fetched. Reading never waits (see
+    /// replay_range::poll); a standby follows its changelog so, with no
+    /// request of its own to the broker once it began.
+    [[nodiscard]] replay_range follow(offset_t from = 0) const;
+
     [[nodiscard]] const std::string& topic() const noexcept { return opts_.topic; }
     [[nodiscard]] std::int32_t partition() const noexcept { return opts_.partition; }
     [[nodiscard]] const changelog_options& options() const noexcept { return opts_; }
@@ -298,6 +304,11 @@ private:
 /// librdkafka has fetched already, as one span. A restore uses that to look
 /// ahead (see restore_from) and to pay strata's per-record handling once per
 /// batch. Read a range one way or the other, not both.
+///
+/// A range made by `changelog::follow` has no end: its iterator reaches the
+/// sentinel when nothing more has been fetched yet, `poll()` takes in what
+/// came since (the iterator is then valid again), and `end_offset()` and
+/// `start_offset()` move with what the fetches report.
 class changelog::replay_range {
 public:
     class iterator {
@@ -323,13 +334,14 @@ public:
         replay_range* r_ = nullptr;
     };
 
-    replay_range(const changelog_options& o, changelog_reader& r, offset_t from)
+    replay_range(const changelog_options& o, changelog_reader& r, offset_t from, bool follow = false)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
-          where_(o.topic + "[" + std::to_string(o.partition) + "]") {
+          where_(o.topic + "[" + std::to_string(o.partition) + "]"), follow_(follow),
+          read_committed_(o.read_committed) {
         const partition_bounds b = list_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
         end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
         start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
-        if (from >= end_) {
+        if (from >= end_ && !follow_) {
             done_ = true;
             return;
         }
@@ -370,11 +382,24 @@ public:
         return views_;
     }
 
-    /// @brief The end offset taken when the replay began.
+    /// @brief The end offset taken when the replay began (following: the
+    /// highest end heard of since).
     [[nodiscard]] offset_t end_offset() const noexcept { return end_; }
-    /// @brief The partition's log start offset then: records below it were
-    /// deleted (by retention or DeleteRecords; compaction does not move it).
+    /// @brief The partition's log start offset then (following: the highest
+    /// heard of since): records below it were deleted (by retention or
+    /// DeleteRecords; compaction does not move it).
     [[nodiscard]] offset_t start_offset() const noexcept { return start_; }
+
+    /// @brief Following: takes in the records fetched since the iterator
+    /// reached the sentinel, without waiting. @returns whether there are
+    /// records to read (the iterator is valid again). A range with an end
+    /// is read to it as before.
+    /// @throws kafka::error reading failed
+    bool poll() {
+        primed_ = true;
+        if (next_ < views_.size()) return true;
+        return fill();
+    }
 
 private:
     /// The views point into the messages: both go together.
@@ -407,6 +432,10 @@ private:
                 for (ssize_t i = 0; i < n; ++i) taken_.emplace_back(batch_[static_cast<std::size_t>(i)]);
                 break;
             }
+            if (follow_) {
+                learn_bounds();
+                return false;  // nothing fetched yet: a follower does not wait
+            }
             if (unique_message m{rd_kafka_consume(topic_.get(), partition_, 200)}) {
                 taken_.push_back(std::move(m));
                 break;
@@ -424,10 +453,17 @@ private:
             if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 // Caught up with everything readable; with read_committed the
                 // readable end is the last stable offset.
+                if (follow_) {
+                    end_ = std::max(end_, static_cast<offset_t>(std::max<std::int64_t>(m->offset, 0)));
+                    continue;
+                }
                 done_ = true;
                 break;
             }
             if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                // A follower outlives a broker's death or a leader's move;
+                // librdkafka fetches again by itself.
+                if (follow_ && detail::transient(m->err)) continue;
                 if (!views_.empty()) {
                     // The records before it first; the error with the next call.
                     deferred_error_ = m->err;
@@ -436,7 +472,14 @@ private:
                 }
                 throw error("read " + where_, m->err, rd_kafka_message_errstr(m));
             }
-            if (m->offset < 0 || static_cast<offset_t>(m->offset) >= end_) {
+            if (m->offset < 0) {
+                if (follow_) continue;
+                done_ = true;
+                break;
+            }
+            if (follow_) {
+                end_ = std::max(end_, static_cast<offset_t>(m->offset) + 1);
+            } else if (static_cast<offset_t>(m->offset) >= end_) {
                 done_ = true;
                 break;
             }
@@ -444,12 +487,29 @@ private:
             v.key = bytes_view(static_cast<const std::byte*>(m->key), m->key_len);
             if (m->payload != nullptr) v.value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
             v.offset = static_cast<offset_t>(m->offset);
-            if (v.offset + 1 >= end_) {  // the last record: no wait for the partition's end
+            if (!follow_ && v.offset + 1 >= end_) {  // the last record: no wait for the partition's end
                 done_ = true;
                 break;
             }
         }
+        // The bounds of the fetch that brought these records, or of a later
+        // one: a start past the records' first offset and the position tells
+        // the caller that records it had not fetched were deleted.
+        if (follow_) learn_bounds();
         return !views_.empty();
+    }
+
+    /// Following: the partition's bounds as librdkafka's last fetch gave
+    /// them (no request). With read_committed the high watermark may count
+    /// records of a transaction still open; the end offset then waits for
+    /// the end-of-partition event, which comes at the last stable offset.
+    void learn_bounds() {
+        std::int64_t lo = -1, hi = -1;
+        if (rd_kafka_get_watermark_offsets(consumer_.get(), rd_kafka_topic_name(topic_.get()), partition_, &lo, &hi) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR)
+            return;
+        if (lo > 0) start_ = std::max(start_, static_cast<offset_t>(lo));
+        if (hi > 0 && !read_committed_) end_ = std::max(end_, static_cast<offset_t>(hi));
     }
 
     /// The changelog's reader when no other replay of the partition holds
@@ -479,6 +539,8 @@ private:
     std::int32_t partition_;
     std::chrono::milliseconds idle_timeout_;
     std::string where_;
+    bool follow_;
+    bool read_committed_ = true;
     offset_t end_ = 0;
     offset_t start_ = 0;
     bool started_ = false;
@@ -495,6 +557,11 @@ private:
 inline changelog::replay_range changelog::replay(offset_t from) const {
     if (!reader_) throw usage_error("strata::kafka::changelog: replay of a moved-from changelog");
     return replay_range(opts_, *reader_, from);  // guaranteed copy elision: never moved
+}
+
+inline changelog::replay_range changelog::follow(offset_t from) const {
+    if (!reader_) throw usage_error("strata::kafka::changelog: follow of a moved-from changelog");
+    return replay_range(opts_, *reader_, from, true);
 }
 
 static_assert(strata::changelog<changelog>);

@@ -37,10 +37,12 @@ namespace strata::runtime::detail {
 ///
 /// An active task has its committed input offsets looked up, then is
 /// restored up to the end its changelogs had after that, then handed over
-/// (`take_ready`). A standby task is never
-/// handed over: it follows its changelogs, a slice at a time, until it is
-/// cancelled or promoted; a promoted standby restores what it is still
-/// behind (usually little) and is then handed over like any other task.
+/// (`take_ready`). A standby task is never handed over: it follows its
+/// changelogs (replays with no end, fetched in the background by the
+/// instance's shared reader), a slice at a time, looking for what came
+/// every `tail_interval`, until it is cancelled or promoted; a promoted
+/// standby restores what it is still behind (usually little) and is then
+/// handed over like any other task.
 class restorer {
 public:
     /// Builds a task's stores (the factory runs here, on the restore thread).
@@ -233,7 +235,7 @@ private:
             if (const std::optional<offset_t> own = port->committed_offset()) from = *own;
             else if (port->persistent() && checkpoints) from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
             detail::store_replay& s = j.stores.emplace_back(*port, *log, from, *registry_, j.t->id());
-            if (!open_to_end(j, s)) break;
+            if (!(standby ? follow(j, s) : open_to_end(j, s))) break;
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
         }
         if (!standby) publish_progress(j);
@@ -247,8 +249,13 @@ private:
     /// with an error (restoring nothing would hide the loss, and the task's
     /// folder is the user's to delete); a standby is marked lost, to be rebuilt.
     /// @returns false when the standby is lost
-    bool open_to_end(job& j, detail::store_replay& s) {
-        const detail::store_replay::bounds b = s.open_to_end(j.standby);
+    bool open_to_end(job& j, detail::store_replay& s) { return checked(j, s, s.open_to_end(j.standby)); }
+
+    /// A standby's first look: its replay follows the changelog from then on.
+    /// @returns false when the standby is lost
+    bool follow(job& j, detail::store_replay& s) { return checked(j, s, s.follow()); }
+
+    bool checked(job& j, detail::store_replay& s, const detail::store_replay::bounds& b) {
         if (!b.stale()) return true;
         if (!j.standby) {
             const bool from_checkpoint = s.progress.position == s.progress.from && !j.t->checkpoint_path.empty();
@@ -318,21 +325,26 @@ private:
             bool finished = true;
             for (detail::store_replay& s : j.stores) {
                 if (cancelled(*j.t)) break;
-                if (!s.open() && j.standby) {
-                    if (clock::now() < s.next_look) {
+                if (j.standby) {
+                    // A standby follows its changelog from its first look on
+                    // (the reader fetches in the background); a look takes in
+                    // what was fetched since the last one.
+                    if (!s.open()) {
+                        if (!follow(j, s)) break;
+                    } else if (s.finished() && clock::now() < s.next_look) {
                         idle_until = idle_until ? std::min(*idle_until, s.next_look) : s.next_look;
                         continue;
                     }
-                    if (!open_to_end(j, s)) break;
+                    worked = restore_slice(j, s) || worked;
+                    if (j.lost) break;
+                    if (s.finished()) {
+                        s.next_look = clock::now() + tail_interval_;
+                        idle_until = idle_until ? std::min(*idle_until, s.next_look) : s.next_look;
+                    }
+                    continue;
                 }
                 if (!s.finished()) worked = restore_slice(j, s) || worked;
-                if (j.lost) break;
                 finished = finished && s.finished();
-                if (j.standby && s.finished()) {
-                    // Caught up for now: look again after a while.
-                    s.next_look = clock::now() + tail_interval_;
-                    idle_until = idle_until ? std::min(*idle_until, s.next_look) : s.next_look;
-                }
             }
             if (j.lost) {
                 release_current();
@@ -381,8 +393,8 @@ private:
     bool restore_slice(job& j, detail::store_replay& s) {
         task& t = *j.t;
         const detail::store_replay::applied a = s.apply_slice(t.mutex(), slice_records_, j.standby);
-        if (a.went_back) {
-            lose(j, s.went_back_message(*a.went_back, t.id()));
+        if (a.went_back || a.deleted_to) {
+            lose(j, a.went_back ? s.went_back_message(*a.went_back, t.id()) : s.deleted_message(*a.deleted_to, t.id()));
             return a.records > 0;
         }
         if (!j.standby) {

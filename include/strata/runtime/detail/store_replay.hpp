@@ -47,8 +47,10 @@ public:
     [[nodiscard]] store_port& port() const noexcept { return *port_; }
     [[nodiscard]] const kafka::changelog& log() const noexcept { return *log_; }
 
-    /// Whether a replay is open (none between two looks of a standby).
+    /// Whether a replay is open (a standby's, once it began, until it is
+    /// closed, promoted or lost).
     [[nodiscard]] bool open() const noexcept { return source_ != nullptr; }
+    /// Read to the end (a standby: everything fetched so far).
     [[nodiscard]] bool finished() const noexcept { return finished_; }
 
     /// What `open_to_end` found.
@@ -66,22 +68,14 @@ public:
     /// user's compact,delete topic): what it reads from the start is all
     /// there is. A standby that held the deleted part missed its updates.
     /// On a stale result nothing stays open.
-    bounds open_to_end(bool standby) {
-        source_ = std::make_unique<replay>(*log_, progress.position);
-        bounds b{source_->range.start_offset(), source_->range.end_offset()};
-        b.past_end = progress.position > b.end;
-        b.before_start = standby && progress.position > 0 && progress.position < b.start;
-        if (b.stale()) {
-            source_.reset();
-            return b;
-        }
-        progress.to = std::max(b.end, progress.position);
-        progress.records_total = progress.to - progress.from;
-        finished_ = false;
-        lag_->set(static_cast<double>(lag()));
-        total_->set(static_cast<double>(progress.records_total));
-        return b;
-    }
+    bounds open_to_end(bool standby) { return open(standby, false); }
+
+    /// A standby's replay: from the store's position on, with no end, kept
+    /// open (records come as librdkafka fetches them for the instance's
+    /// shared reader: no request per look). The same check as open_to_end
+    /// at the start; later, records that were deleted before it fetched
+    /// them are found by apply_slice (applied::deleted_to).
+    bounds follow() { return open(true, true); }
 
     /// Starts a report anew from where the store is (a standby promoted:
     /// its restore reports only the rest) and lets go of the replay, which
@@ -104,17 +98,26 @@ public:
     struct applied {
         std::size_t records = 0;
         std::optional<offset_t> went_back;
+        std::optional<offset_t> deleted_to;  ///< following: records below it it had not read were deleted
     };
     applied apply_slice(std::mutex& task_mutex, std::size_t slice_records, bool standby) {
         applied a;
         auto& it = source_->it;
+        if (following_ && it == std::default_sentinel) (void)source_->range.poll();
         {
             const std::lock_guard lock(task_mutex);
             while (a.records < slice_records && it != std::default_sentinel) {
                 const record_view& r = *it;
-                if (r.offset >= progress.to) break;
+                if (!following_ && r.offset >= progress.to) break;
                 if (standby && r.offset < progress.position) {
                     a.went_back = r.offset;
+                    break;
+                }
+                if (following_ && r.offset > progress.position && progress.position > 0 &&
+                    source_->range.start_offset() > progress.position) {
+                    // The log starts past the position, and the next record
+                    // too: what lay between was deleted before it was fetched.
+                    a.deleted_to = source_->range.start_offset();
                     break;
                 }
                 port_->restore(r);
@@ -125,8 +128,13 @@ public:
             }
             if (a.records > 0) port_->end_restore_batch();
         }
-        if (a.went_back) return a;
-        if (it == std::default_sentinel || progress.position >= progress.to) {
+        if (a.went_back || a.deleted_to) return a;
+        if (following_) {
+            // Caught up with what was fetched: a look later takes in more.
+            finished_ = it == std::default_sentinel && !source_->range.poll();
+            progress.to = std::max({progress.to, source_->range.end_offset(), progress.position});
+            progress.records_total = progress.to - progress.from;
+        } else if (it == std::default_sentinel || progress.position >= progress.to) {
             finished_ = true;
             progress.position = std::max(progress.position, progress.to);
             source_.reset();
@@ -170,6 +178,12 @@ public:
                "changelog";
     }
 
+    /// Why a standby that found records deleted before it read them (the log
+    /// now starting at `start`) is rebuilt.
+    [[nodiscard]] std::string deleted_message(offset_t start, const std::string& task_id) const {
+        return standby_stale_message(bounds{start, progress.to, false, true}, task_id);
+    }
+
     /// Records between where the store is and the end of its current replay.
     [[nodiscard]] std::int64_t lag() const noexcept {
         return static_cast<std::int64_t>(progress.to - std::min(progress.position, progress.to));
@@ -179,10 +193,29 @@ public:
     clock::time_point next_look{};  // a standby's next look at its changelog
 
 private:
+    bounds open(bool standby, bool follow) {
+        source_ = std::make_unique<replay>(*log_, progress.position, follow);
+        following_ = follow;
+        bounds b{source_->range.start_offset(), source_->range.end_offset()};
+        b.past_end = progress.position > b.end;
+        b.before_start = standby && progress.position > 0 && progress.position < b.start;
+        if (b.stale()) {
+            source_.reset();
+            return b;
+        }
+        progress.to = std::max(b.end, progress.position);
+        progress.records_total = progress.to - progress.from;
+        finished_ = false;
+        lag_->set(static_cast<double>(lag()));
+        total_->set(static_cast<double>(progress.records_total));
+        return b;
+    }
+
     /// The replay of one changelog partition, held still in memory (its
     /// iterator points into it).
     struct replay {
-        replay(kafka::changelog& log, offset_t from) : range(log.replay(from)), it(range.begin()) {}
+        replay(kafka::changelog& log, offset_t from, bool follow)
+            : range(follow ? log.follow(from) : log.replay(from)), it(range.begin()) {}
         kafka::changelog::replay_range range;
         kafka::changelog::replay_range::iterator it;
     };
@@ -190,6 +223,7 @@ private:
     store_port* port_;
     kafka::changelog* log_;
     std::unique_ptr<replay> source_;
+    bool following_ = false;  // source_ follows the changelog (a standby's)
     bool finished_ = false;
     clock::time_point started_ = clock::now();
     metrics::gauge *total_, *done_, *rate_, *lag_;
