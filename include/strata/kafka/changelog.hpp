@@ -62,6 +62,12 @@ struct changelog_options {
     /// changelogs (see changelog_reader); none: the changelog connects one
     /// of its own.
     std::shared_ptr<changelog_reader> reader{};
+    /// The reader `follow()` reads through, shared likewise; none: `reader`.
+    /// Followers want a long fetch wait (a fetch returns as soon as records
+    /// come, so it costs them nothing, and many idle partitions are asked
+    /// for less often), restores a short one (a replay that must see the
+    /// partition's end waits for one empty fetch).
+    std::shared_ptr<changelog_reader> follower{};
 };
 
 /// @brief The settings strata gives the consumer that replays a changelog
@@ -112,20 +118,35 @@ inline client make_consumer(const changelog_options& o) {
 /// Replays of different partitions read through it at once, each its own
 /// partition's queue (librdkafka fetches for all of them together); a
 /// second replay of the same partition, while the first is open, connects a
-/// consumer of its own. The connection settings (bootstrap servers, client
-/// and consumer settings, read_committed) are those of the options it is
-/// made with; a changelog with other ones is refused. Thread-safe.
+/// consumer of its own. Offset lookups go through a second consumer, made
+/// on the first lookup, that never fetches: a broker answers the requests
+/// of one connection in turn, so a lookup sent behind a fetch that waits
+/// for records (`fetch.wait.max.ms`) waited as long. The connection
+/// settings (bootstrap servers, client and consumer settings,
+/// read_committed) are those of the options it is made with; a changelog
+/// with other ones is refused. Thread-safe.
 class changelog_reader {
 public:
     /// @brief Connects (lazily: librdkafka connects on the first request).
     explicit changelog_reader(const changelog_options& o)
-        : consumer_(detail::make_consumer(o)), bootstrap_(o.bootstrap_servers), read_committed_(o.read_committed) {}
+        : options_(o), consumer_(detail::make_consumer(o)) {
+        options_.reader.reset();
+        options_.follower.reset();
+    }
 
+    /// @brief The consumer replays fetch with.
     [[nodiscard]] rd_kafka_t* get() const noexcept { return consumer_.get(); }
+
+    /// @brief The consumer offsets are looked up with (it fetches nothing).
+    [[nodiscard]] rd_kafka_t* lookups() {
+        const std::lock_guard lock(mutex_);
+        if (!lookups_) lookups_.emplace(detail::make_consumer(options_));
+        return lookups_->get();
+    }
 
     /// @brief Whether a changelog with options `o` may read through it.
     [[nodiscard]] bool fits(const changelog_options& o) const noexcept {
-        return o.bootstrap_servers == bootstrap_ && o.read_committed == read_committed_;
+        return o.bootstrap_servers == options_.bootstrap_servers && o.read_committed == options_.read_committed;
     }
 
     /// @brief Claims the partition's queue for one replay. False while
@@ -146,10 +167,10 @@ public:
     }
 
 private:
+    changelog_options options_;  // what its consumers are made with
     client consumer_;
-    std::string bootstrap_;
-    bool read_committed_;
     mutable std::mutex mutex_;
+    std::optional<client> lookups_;                        // under mutex_
     std::set<std::pair<std::string, std::int32_t>> open_;  // under mutex_
 };
 
@@ -189,9 +210,10 @@ public:
     /// options' producer settings are not used.
     changelog(changelog_options o, std::shared_ptr<producer> p)
         : opts_(std::move(o)), producer_(std::move(p)), tracker_(&producer_->new_tracker()),
-          reader_(opts_.reader ? opts_.reader : std::make_shared<changelog_reader>(opts_)) {
+          reader_(opts_.reader ? opts_.reader : std::make_shared<changelog_reader>(opts_)),
+          follower_(opts_.follower ? opts_.follower : reader_) {
         if (opts_.partition < 0) throw usage_error("strata::kafka::changelog: negative partition");
-        if (!reader_->fits(opts_))
+        if (!reader_->fits(opts_) || !follower_->fits(opts_))
             throw usage_error("strata::kafka::changelog: the shared changelog_reader was made for other bootstrap "
                               "servers or another read_committed than " + where() + "'s options");
         const std::int32_t count =
@@ -247,7 +269,7 @@ public:
     /// @throws changelog_error the broker did not answer within request_timeout
     [[nodiscard]] offset_t end_offset() const {
         const std::int64_t hi =
-            list_end_offset(reader_->get(), opts_.topic, opts_.partition, opts_.request_timeout);
+            list_end_offset(reader_->lookups(), opts_.topic, opts_.partition, opts_.request_timeout);
         return hi < 0 ? 0 : static_cast<offset_t>(hi);
     }
 
@@ -288,6 +310,7 @@ private:
     /// The consumer of offset lookups and replays, with the configured
     /// isolation level: the options' shared one, or the changelog's own.
     std::shared_ptr<changelog_reader> reader_;
+    std::shared_ptr<changelog_reader> follower_;  // follow()'s: reader_ unless the options name another
     unique_topic topic_;
     offset_t durable_end_ = 0;
     std::uint64_t appended_ = 0;
@@ -338,13 +361,22 @@ public:
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]"), follow_(follow),
           read_committed_(o.read_committed) {
-        const partition_bounds b = list_bounds(consumer_.get(), o.topic, o.partition, o.request_timeout);
-        end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
-        start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
-        if (from >= end_ && !follow_) {
-            done_ = true;
-            return;
+        if (!follow_) {
+            const partition_bounds b = list_bounds(r.lookups(), o.topic, o.partition, o.request_timeout);
+            end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
+            start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
+            end_known_ = true;
+            if (from >= end_) {
+                done_ = true;
+                return;
+            }
         }
+        expected_ = from;
+        // A follower asks nothing: its fetches tell it the partition's bounds
+        // (learn_bounds), and a position past either end sends the fetcher
+        // back to the log's start, which the caller sees in the offsets and
+        // in start_offset().
+
         topic_.reset(rd_kafka_topic_new(consumer_.get(), o.topic.c_str(), nullptr));
         if (rd_kafka_consume_start(topic_.get(), partition_, static_cast<std::int64_t>(from)) != 0)
             throw error("start reading " + where_, rd_kafka_last_error());
@@ -383,12 +415,18 @@ public:
     }
 
     /// @brief The end offset taken when the replay began (following: the
-    /// highest end heard of since).
+    /// highest end heard of since, 0 before end_known()).
     [[nodiscard]] offset_t end_offset() const noexcept { return end_; }
     /// @brief The partition's log start offset then (following: the highest
-    /// heard of since): records below it were deleted (by retention or
-    /// DeleteRecords; compaction does not move it).
+    /// heard of since, 0 before): records below it were deleted (by
+    /// retention or DeleteRecords; compaction does not move it).
     [[nodiscard]] offset_t start_offset() const noexcept { return start_; }
+    /// @brief Following: whether a fetch has told the partition's end yet.
+    [[nodiscard]] bool end_known() const noexcept { return end_known_; }
+    /// @brief Following: the end the partition was found to have below the
+    /// offsets read (or the first offset asked for), if it was (the log lost
+    /// records, and the fetcher went back to its start).
+    [[nodiscard]] std::optional<offset_t> went_back() const noexcept { return went_back_; }
 
     /// @brief Following: takes in the records fetched since the iterator
     /// reached the sentinel, without waiting. @returns whether there are
@@ -454,7 +492,12 @@ private:
                 // Caught up with everything readable; with read_committed the
                 // readable end is the last stable offset.
                 if (follow_) {
-                    end_ = std::max(end_, static_cast<offset_t>(std::max<std::int64_t>(m->offset, 0)));
+                    const auto at = static_cast<offset_t>(std::max<std::int64_t>(m->offset, 0));
+                    // The end below where it read to: the fetcher was sent
+                    // back to the start of a log that lost records.
+                    if (at < expected_ && !went_back_) went_back_ = at;
+                    end_ = std::max(end_, at);
+                    end_known_ = eof_seen_ = true;
                     continue;
                 }
                 done_ = true;
@@ -479,6 +522,7 @@ private:
             }
             if (follow_) {
                 end_ = std::max(end_, static_cast<offset_t>(m->offset) + 1);
+                expected_ = std::max(expected_, static_cast<offset_t>(m->offset) + 1);
             } else if (static_cast<offset_t>(m->offset) >= end_) {
                 done_ = true;
                 break;
@@ -501,15 +545,19 @@ private:
 
     /// Following: the partition's bounds as librdkafka's last fetch gave
     /// them (no request). With read_committed the high watermark may count
-    /// records of a transaction still open; the end offset then waits for
-    /// the end-of-partition event, which comes at the last stable offset.
+    /// records of a transaction still open: it stands for the end only
+    /// until the first end-of-partition event, which comes at the last
+    /// stable offset (a follower far behind learns its lag from it).
     void learn_bounds() {
         std::int64_t lo = -1, hi = -1;
         if (rd_kafka_get_watermark_offsets(consumer_.get(), rd_kafka_topic_name(topic_.get()), partition_, &lo, &hi) !=
             RD_KAFKA_RESP_ERR_NO_ERROR)
             return;
         if (lo > 0) start_ = std::max(start_, static_cast<offset_t>(lo));
-        if (hi > 0 && !read_committed_) end_ = std::max(end_, static_cast<offset_t>(hi));
+        if (hi >= 0 && !(read_committed_ && eof_seen_)) {
+            end_ = std::max(end_, static_cast<offset_t>(hi));
+            end_known_ = true;
+        }
     }
 
     /// The changelog's reader when no other replay of the partition holds
@@ -541,6 +589,10 @@ private:
     std::string where_;
     bool follow_;
     bool read_committed_ = true;
+    bool end_known_ = false;  // following: a fetch told the end (the high watermark or an end-of-partition event)
+    bool eof_seen_ = false;   // following: an end-of-partition event came
+    offset_t expected_ = 0;   // following: the first offset asked for, then one past the last record
+    std::optional<offset_t> went_back_;  // following: an end below expected_
     offset_t end_ = 0;
     offset_t start_ = 0;
     bool started_ = false;
@@ -560,8 +612,8 @@ inline changelog::replay_range changelog::replay(offset_t from) const {
 }
 
 inline changelog::replay_range changelog::follow(offset_t from) const {
-    if (!reader_) throw usage_error("strata::kafka::changelog: follow of a moved-from changelog");
-    return replay_range(opts_, *reader_, from, true);
+    if (!follower_) throw usage_error("strata::kafka::changelog: follow of a moved-from changelog");
+    return replay_range(opts_, *follower_, from, true);
 }
 
 static_assert(strata::changelog<changelog>);

@@ -37,9 +37,11 @@ struct task_environment {
     /// Makes sure the changelog topic of a store exists (one partition per
     /// input partition, compacted) and returns its name.
     std::function<std::string(std::string_view store)> ensure_changelog;
-    /// The consumer every changelog of the instance reads through (offset
-    /// lookups, restores, standbys): one per instance, whatever its tasks.
+    /// The consumers every changelog of the instance reads through, one for
+    /// offset lookups and restores, one for standbys following their
+    /// changelogs: two per instance, whatever its tasks.
     std::shared_ptr<kafka::changelog_reader> changelog_reader;
+    std::shared_ptr<kafka::changelog_reader> standby_reader;
 };
 
 template <class CodecArg>
@@ -77,6 +79,7 @@ public:
         o.read_committed = true;
         o.replay_batch = 4096;
         o.reader = env_->changelog_reader;
+        o.follower = env_->standby_reader;
         return kafka::changelog(std::move(o), env_->producer);
     }
 

@@ -52,7 +52,7 @@ struct instance_session {
           producer(c, [this] { return committer.may_write(); }),  // asked only once everything is built
           out(producer.get()),
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); },
-              shared_changelog_reader(c)},
+              shared_changelog_reader(c, false), shared_changelog_reader(c, true)},
           consumer(c, coordination, coord.leader()),
           commit_port(consumer, out, producer, c.session_timeout / 4),
           committer(committer_settings(c, coordination, heartbeats), commit_port, reg),
@@ -82,10 +82,16 @@ struct instance_session {
 
 private:
     /// Read committed, as every changelog of the runtime (task_context::changelog).
-    static std::shared_ptr<kafka::changelog_reader> shared_changelog_reader(const application_options& c) {
+    /// The standbys' reader asks for idle partitions every 500 ms rather than
+    /// every 10 ms (kafka::changelog_options::follower says why): with
+    /// hundreds of standbys its fetches otherwise kept the broker busy enough
+    /// to slow the restores of the tasks that were to run.
+    static std::shared_ptr<kafka::changelog_reader> shared_changelog_reader(const application_options& c,
+                                                                            bool for_standbys) {
         kafka::changelog_options o;
         o.bootstrap_servers = c.bootstrap_servers;
         o.consumer_settings = c.consumer_settings;
+        if (for_standbys) o.consumer_settings.try_emplace("fetch.wait.max.ms", "500");
         o.read_committed = true;
         return std::make_shared<kafka::changelog_reader>(o);
     }

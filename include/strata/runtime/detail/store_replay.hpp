@@ -72,9 +72,11 @@ public:
 
     /// A standby's replay: from the store's position on, with no end, kept
     /// open (records come as librdkafka fetches them for the instance's
-    /// shared reader: no request per look). The same check as open_to_end
-    /// at the start; later, records that were deleted before it fetched
-    /// them are found by apply_slice (applied::deleted_to).
+    /// shared reader: no request, neither at the start nor per look). What
+    /// open_to_end checks is found by apply_slice from the fetches: a
+    /// position past the end sends the fetcher back to the start
+    /// (applied::went_back), records deleted before it fetched them move the
+    /// log's start past the position (applied::deleted_to).
     bounds follow() { return open(true, true); }
 
     /// Starts a report anew from where the store is (a standby promoted:
@@ -128,6 +130,8 @@ public:
             }
             if (a.records > 0) port_->end_restore_batch();
         }
+        if (following_ && !a.went_back && source_->range.went_back() && *source_->range.went_back() < progress.position)
+            a.went_back = source_->range.went_back();
         if (a.went_back || a.deleted_to) return a;
         if (following_) {
             // Caught up with what was fetched: a look later takes in more.
@@ -139,7 +143,7 @@ public:
             progress.position = std::max(progress.position, progress.to);
             source_.reset();
         }
-        lag_->set(static_cast<double>(lag()));
+        if (lag() >= 0) lag_->set(static_cast<double>(lag()));
         done_->set(static_cast<double>(progress.records_done));
         const std::chrono::duration<double> elapsed = clock::now() - started_;
         if (elapsed.count() > 0) rate_->set(static_cast<double>(progress.records_done) / elapsed.count());
@@ -184,8 +188,10 @@ public:
         return standby_stale_message(bounds{start, progress.to, false, true}, task_id);
     }
 
-    /// Records between where the store is and the end of its current replay.
+    /// Records between where the store is and the end of its current replay;
+    /// -1 for a follower whose fetches have not told the end yet.
     [[nodiscard]] std::int64_t lag() const noexcept {
+        if (following_ && source_ && !source_->range.end_known()) return -1;
         return static_cast<std::int64_t>(progress.to - std::min(progress.position, progress.to));
     }
 
@@ -197,8 +203,9 @@ private:
         source_ = std::make_unique<replay>(*log_, progress.position, follow);
         following_ = follow;
         bounds b{source_->range.start_offset(), source_->range.end_offset()};
-        b.past_end = progress.position > b.end;
-        b.before_start = standby && progress.position > 0 && progress.position < b.start;
+        // A follower knows the bounds only from its fetches: apply_slice checks them.
+        b.past_end = !follow && progress.position > b.end;
+        b.before_start = !follow && standby && progress.position > 0 && progress.position < b.start;
         if (b.stale()) {
             source_.reset();
             return b;
@@ -206,7 +213,7 @@ private:
         progress.to = std::max(b.end, progress.position);
         progress.records_total = progress.to - progress.from;
         finished_ = false;
-        lag_->set(static_cast<double>(lag()));
+        if (lag() >= 0) lag_->set(static_cast<double>(lag()));
         total_->set(static_cast<double>(progress.records_total));
         return b;
     }
