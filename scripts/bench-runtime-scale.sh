@@ -9,58 +9,69 @@
 # Prints a Markdown table; raw JSON lines go to
 # build-bench/results/runtime-scale/.
 #
-# Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"]
+# Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"] [--stores "1 10"]
 #
-# The store of the benchmark's topology is one logged key-value store per
-# task (aggregate_app), so a task has one changelog.
+# --stores: logged stores a task (1: aggregate_app's totals; 10: the totals
+# and nine more, each updated by every record), each with its changelog.
+# At 1,024 partitions and ten stores the broker holds over 12,000
+# partitions: the broker this script starts gets a 2 GiB heap
+# (STRATA_KAFKA_HEAP; the test broker's 256 MiB runs out). Stop a broker
+# that runs already for a clean run: the script uses it as it is.
 set -euo pipefail
 repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_dir}"
 
 partition_counts="16 64 256"
+store_counts="1"
 while (($#)); do
   case "$1" in
     --partitions) partition_counts="$2"; shift 2 ;;
+    --stores) store_counts="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-runtime-scale: unknown option $1" >&2; exit 2 ;;
   esac
 done
 say() { echo "bench-runtime-scale: $*" >&2; }
 
+export STRATA_KAFKA_HEAP="${STRATA_KAFKA_HEAP:-2g}"
 source scripts/lib/runtime_bench.sh
 runtime_bench_prepare runtime-scale
 
 for p in ${partition_counts}; do
-  for g in at_least_once exactly_once; do
-    for layout in "1 0" "2 1"; do
-      read -r instances standbys <<<"${layout}"
-      name="sc-${stamp,,}-p${p}-${g%%_*}-i${instances}"
-      say "${p} partitions, ${g}, ${instances} instance(s), ${standbys} standby"
-      if line="$("${bench}" scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
-          --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --partitions "${p}" --guarantee "${g}" \
-          --instances "${instances}" --standbys "${standbys}" 2>>"${log}" | tail -n 1)" && [[ "${line}" == "{"* ]]; then
-        echo "${line}" >>"${raw}"
-      else
-        say "  FAILED (see ${log})"
-        echo "{\"partitions\":${p},\"guarantee\":\"${g}\",\"instances\":${instances},\"standbys\":${standbys},\"failed\":true}" >>"${raw}"
-      fi
+  for stores in ${store_counts}; do
+    for g in at_least_once exactly_once; do
+      for layout in "1 0" "2 1"; do
+        read -r instances standbys <<<"${layout}"
+        name="sc-${stamp,,}-p${p}-s${stores}-${g%%_*}-i${instances}"
+        say "${p} partitions, ${stores} store(s) a task, ${g}, ${instances} instance(s), ${standbys} standby"
+        if line="$("${bench}" scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
+            --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --partitions "${p}" --stores "${stores}" \
+            --guarantee "${g}" --instances "${instances}" --standbys "${standbys}" --timeout-s 300 \
+            2>>"${log}" | tail -n 1)" && [[ "${line}" == "{"* ]]; then
+          echo "${line}" >>"${raw}"
+        else
+          say "  FAILED (see ${log})"
+          echo "{\"partitions\":${p},\"stores\":${stores},\"guarantee\":\"${g}\",\"instances\":${instances},\"standbys\":${standbys},\"failed\":true}" >>"${raw}"
+        fi
+      done
     done
   done
 done
 
-python3 - "${raw}" "${commit}" "${partition_counts}" <<'EOF'
+python3 - "${raw}" "${commit}" "${partition_counts}" "${store_counts}" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"From `scripts/bench-runtime-scale.sh --partitions \"{sys.argv[3]}\"` at {sys.argv[2]}: "
-      "one logged store per task; per instance (the larger of two).")
+print(f"From `scripts/bench-runtime-scale.sh --partitions \"{sys.argv[3]}\" --stores \"{sys.argv[4]}\"` at {sys.argv[2]}: "
+      "per instance (the larger of two).")
 print()
-print("| partitions | guarantee | instances (standbys) | all tasks running s | threads | Kafka clients | sockets | RSS MiB |")
-print("|---:|---|---|---:|---:|---:|---:|---:|")
+print("| partitions | stores a task | guarantee | instances (standbys) | all tasks running s | threads | Kafka clients | sockets | RSS MiB |")
+print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
 for r in rows:
     layout = f"{r['instances']} ({r.get('standbys', 0)} each)"
+    head = f"| {r['partitions']} | {r.get('stores', 1)} | {r['guarantee']} | {layout}"
     if r.get("failed"):
-        print(f"| {r['partitions']} | {r['guarantee']} | {layout} | failed | | | | |")
+        print(f"{head} | failed | | | | |")
         continue
-    print(f"| {r['partitions']} | {r['guarantee']} | {layout} | {r['all_running_s']:.2f} | {r['threads']} "
+    print(f"{head} | {r['all_running_s']:.2f} | {r['threads']} "
           f"| {r['kafka_clients']} | {r['sockets']} | {r['rss_mib']:.0f} |")
 EOF

@@ -317,6 +317,7 @@ struct system_options {
     std::uint64_t transaction_ms = 10000;
     std::uint64_t standbys = 0;
     std::uint64_t cache_bytes = 10u << 20;  // Kafka Streams' statestore.cache.max.bytes
+    std::uint64_t stores = 1;               // logged stores a task: 1, or 10 (aggregate_app --ten-stores)
     std::string application_id, input, output;
 
     explicit system_options(const args& a)
@@ -324,7 +325,8 @@ struct system_options {
           peer_path(a.str("peer", RUNTIME_BENCH_PEER)), ceiling_path(a.str("ceiling", RUNTIME_BENCH_CEILING)),
           guarantee(a.str("guarantee", "at_least_once")),
           session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
-          standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)) {
+          standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)), stores(a.num("stores", 1)) {
+        if (stores != 1 && stores != 10) throw std::invalid_argument("--stores is 1 or 10");
         if (system != "strata" && system != "kafka-streams" && system != "ceiling")
             throw std::invalid_argument("--system is strata, kafka-streams or ceiling");
         if (guarantee != "at_least_once" && guarantee != "exactly_once")
@@ -351,6 +353,7 @@ struct system_options {
                                           "--session-ms", std::to_string(session_ms), "--transaction-ms",
                                           std::to_string(transaction_ms), "--standbys", std::to_string(standbys)};
             if (guarantee == "exactly_once") v.emplace_back("--exactly-once");
+            if (stores == 10) v.emplace_back("--ten-stores");
             return v;
         }
         return {peer_path,       "runtime",
@@ -375,6 +378,7 @@ struct system_options {
             .put("session_ms", session_ms)
             .put("transaction_ms", transaction_ms)
             .put("standbys", standbys)
+            .put("stores", stores)
             .put("application_id", application_id);
         if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
     }
@@ -1308,7 +1312,7 @@ int main(int argc, char** argv) {
                      "             [--drain-timeout-s 180]\n"
                      "  kills      [--kills 20] [--how kill|stop] [--rate 2000] [--keys 100k] [--standbys 0]\n"
                      "             [--instances 3] [--settle-s 2] [--max-wait-s 60] [--drain-timeout-s 180]\n"
-                     "  scale      [--partitions 6] [--instances 1] [--standbys 0] [--settle-s 3] [--timeout-s 120]\n"
+                     "  scale      [--partitions 6] [--instances 1] [--standbys 0] [--stores 1|10] [--settle-s 3] [--timeout-s 120]\n"
                      "Topics <PREFIX>-input and <PREFIX>-output (6 partitions, or --partitions) are created fresh, application\n"
                      "id <PREFIX>-app; one JSON line on stdout.\n");
         return 2;

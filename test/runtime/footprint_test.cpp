@@ -1,7 +1,7 @@
 // What an instance holds does not grow with its tasks x stores: two
 // instances in this process, each task with four logged stores and a standby
 // on the other instance, hold as many Kafka clients (librdkafka handles,
-// one "rdk:main" thread each) and as many threads over 128 partitions as
+// one "rdk:main" thread each) and as many threads over 256 partitions as
 // over 4. Before the instance's changelog reader, every store of every task
 // and standby had a consumer of its own (docs/benchmarks-runtime.md,
 // "Scale": 1,031 clients at 1,024 partitions with one store a task).
@@ -129,7 +129,7 @@ holdings held_by_two_instances(std::int32_t partitions) {
 TEST_CASE("runtime: an instance's Kafka clients and threads do not grow with its tasks and stores",
           "[kafka][runtime][scale]") {
     const holdings few = held_by_two_instances(4);
-    const holdings many = held_by_two_instances(128);
+    const holdings many = held_by_two_instances(256);
     CHECK(few.kafka_clients > 0);
     CHECK(many.kafka_clients == few.kafka_clients);
     CHECK(many.threads == few.threads);

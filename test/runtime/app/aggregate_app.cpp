@@ -25,7 +25,7 @@
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--liveness-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
 //          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC]
-//          [--consumer-debug CONTEXTS]
+//          [--consumer-debug CONTEXTS] [--ten-stores (built with STRATA_APP_TEN_STORES only)]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -147,6 +147,35 @@ auto make_app(const strata::runtime::application_options& c, Store make_store, s
         });
 }
 
+#if STRATA_APP_TEN_STORES
+/// --ten-stores (benchmarks/runtime builds it; the tests' build does not pay
+/// for its compile): the totals and nine more logged stores a task, each
+/// updated by every record, so that an instance holds ten changelogs per task.
+auto make_ten_store_app(const strata::runtime::application_options& c, const std::string& output) {
+    return strata::runtime::make_application<std::string, std::int64_t>(
+        c,
+        [](strata::runtime::task_context& t) {
+            using counts = strata::hash_map_store<std::string, std::int64_t>;
+            return std::make_tuple(strata::hash_map_store<std::string, runtime_test::totals>("totals") | t.logged(),
+                                   counts("extra1") | t.logged(), counts("extra2") | t.logged(),
+                                   counts("extra3") | t.logged(), counts("extra4") | t.logged(),
+                                   counts("extra5") | t.logged(), counts("extra6") | t.logged(),
+                                   counts("extra7") | t.logged(), counts("extra8") | t.logged(),
+                                   counts("extra9") | t.logged());
+        },
+        [output](auto& ctx, const auto& r) {
+            auto& stores = ctx.stores();
+            auto& totals = std::get<0>(stores);
+            runtime_test::totals now = totals.get(r.key).value_or(runtime_test::totals{0, 0});
+            now.count += 1;
+            now.sum += r.value.value_or(0);
+            totals.put(r.key, now);
+            std::apply([&](auto&, auto&... extra) { (extra.put(r.key, now.count), ...); }, stores);
+            ctx.emit(output, r.key, runtime_test::update{r.offset, now.count, now.sum});
+        });
+}
+#endif
+
 template <class App>
 int run(App&& app) {
     app.on_restore([](const strata::runtime::restore_event& e) {
@@ -227,6 +256,11 @@ int main(int argc, char** argv) {
                                                                                  t.directory() / "totals.snapshot");
         };
         const bool cache = !o.flag("no-cache");
+#if STRATA_APP_TEN_STORES
+        if (o.flag("ten-stores")) return run(make_ten_store_app(c, output));
+#else
+        if (o.flag("ten-stores")) throw std::invalid_argument("--ten-stores: built without STRATA_APP_TEN_STORES");
+#endif
 #if STRATA_APP_WITH_ROCKSDB
         if (o.flag("rocksdb")) {
             const auto rocks = [](strata::runtime::task_context& t) {
