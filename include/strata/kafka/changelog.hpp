@@ -62,6 +62,12 @@ struct changelog_options {
     /// changelogs (see changelog_reader); none: the changelog connects one
     /// of its own.
     std::shared_ptr<changelog_reader> reader{};
+    /// The topic's partition count when the caller checked it already (the
+    /// runtime does, once per store, for all of its tasks): the constructor
+    /// then asks no metadata of the broker: an instance of 1,000 tasks with
+    /// ten stores otherwise starts with 10,000 metadata requests, each
+    /// answered with the topic's 1,000 partitions. 0: it asks.
+    std::int32_t checked_partitions = 0;
     /// The reader `follow()` reads through, shared likewise; none: `reader`.
     /// Followers want a long fetch wait (a fetch returns as soon as records
     /// come, so it costs them nothing, and many idle partitions are asked
@@ -128,8 +134,11 @@ inline client make_consumer(const changelog_options& o) {
 class changelog_reader {
 public:
     /// @brief Connects (lazily: librdkafka connects on the first request).
-    explicit changelog_reader(const changelog_options& o)
-        : options_(o), consumer_(detail::make_consumer(o)) {
+    /// @param lookups_apart whether offsets are looked up with a consumer of
+    ///        their own (false: with the one that fetches, as a changelog's
+    ///        own reader does; its replays are few and short)
+    explicit changelog_reader(const changelog_options& o, bool lookups_apart = true)
+        : options_(o), consumer_(detail::make_consumer(o)), lookups_apart_(lookups_apart) {
         options_.reader.reset();
         options_.follower.reset();
     }
@@ -139,6 +148,7 @@ public:
 
     /// @brief The consumer offsets are looked up with (it fetches nothing).
     [[nodiscard]] rd_kafka_t* lookups() {
+        if (!lookups_apart_) return consumer_.get();
         const std::lock_guard lock(mutex_);
         if (!lookups_) lookups_.emplace(detail::make_consumer(options_));
         return lookups_->get();
@@ -169,6 +179,7 @@ public:
 private:
     changelog_options options_;  // what its consumers are made with
     client consumer_;
+    bool lookups_apart_;
     mutable std::mutex mutex_;
     std::optional<client> lookups_;                        // under mutex_
     std::set<std::pair<std::string, std::int32_t>> open_;  // under mutex_
@@ -210,14 +221,16 @@ public:
     /// options' producer settings are not used.
     changelog(changelog_options o, std::shared_ptr<producer> p)
         : opts_(std::move(o)), producer_(std::move(p)), tracker_(&producer_->new_tracker()),
-          reader_(opts_.reader ? opts_.reader : std::make_shared<changelog_reader>(opts_)),
+          reader_(opts_.reader ? opts_.reader : std::make_shared<changelog_reader>(opts_, false)),
           follower_(opts_.follower ? opts_.follower : reader_) {
         if (opts_.partition < 0) throw usage_error("strata::kafka::changelog: negative partition");
         if (!reader_->fits(opts_) || !follower_->fits(opts_))
             throw usage_error("strata::kafka::changelog: the shared changelog_reader was made for other bootstrap "
                               "servers or another read_committed than " + where() + "'s options");
         const std::int32_t count =
-            probe_topic(producer_->get(), opts_.bootstrap_servers, opts_.topic, opts_.connect_timeout);
+            opts_.checked_partitions > 0
+                ? opts_.checked_partitions
+                : probe_topic(producer_->get(), opts_.bootstrap_servers, opts_.topic, opts_.connect_timeout);
         if (opts_.partition >= count)
             throw changelog_error("strata::kafka: topic " + opts_.topic + " has " + std::to_string(count) +
                                   " partitions, no partition " + std::to_string(opts_.partition));

@@ -42,6 +42,9 @@ struct task_environment {
     /// changelogs: two per instance, whatever its tasks.
     std::shared_ptr<kafka::changelog_reader> changelog_reader;
     std::shared_ptr<kafka::changelog_reader> standby_reader;
+    /// The partitions of every input topic, which ensure_changelog gives
+    /// every changelog topic (or refuses the topic).
+    std::int32_t partitions = 0;
 };
 
 template <class CodecArg>
@@ -78,6 +81,7 @@ public:
         o.request_timeout = c.broker_timeout;
         o.read_committed = true;
         o.replay_batch = 4096;
+        o.checked_partitions = env_->partitions;  // ensure_changelog checked the count
         o.reader = env_->changelog_reader;
         o.follower = env_->standby_reader;
         return kafka::changelog(std::move(o), env_->producer);

@@ -52,7 +52,7 @@ struct instance_session {
           producer(c, [this] { return committer.may_write(); }),  // asked only once everything is built
           out(producer.get()),
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); },
-              shared_changelog_reader(c, false), shared_changelog_reader(c, true)},
+              shared_changelog_reader(c, false), shared_changelog_reader(c, true), partitions},
           consumer(c, coordination, coord.leader()),
           commit_port(consumer, out, producer, c.session_timeout / 4),
           committer(committer_settings(c, coordination, heartbeats), commit_port, reg),

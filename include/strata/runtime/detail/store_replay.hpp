@@ -136,6 +136,11 @@ public:
         if (following_) {
             // Caught up with what was fetched: a look later takes in more.
             finished_ = it == std::default_sentinel && !source_->range.poll();
+            if (finished_ && progress.position > 0 && source_->range.start_offset() > progress.position) {
+                // Nothing left to read, and the log starts past the position.
+                a.deleted_to = source_->range.start_offset();
+                return a;
+            }
             progress.to = std::max({progress.to, source_->range.end_offset(), progress.position});
             progress.records_total = progress.to - progress.from;
         } else if (it == std::default_sentinel || progress.position >= progress.to) {
