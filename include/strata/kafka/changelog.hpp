@@ -292,7 +292,8 @@ public:
     /// @brief The records from offset `from` on, with no end: those written
     /// later come as they are fetched. Reading never waits (see
     /// replay_range::poll); a standby follows its changelog so, with no
-    /// request of its own to the broker once it began.
+    /// request of its own to the broker once it began (one lookup of the
+    /// partition's bounds when it begins).
     [[nodiscard]] replay_range follow(offset_t from = 0) const;
 
     [[nodiscard]] const std::string& topic() const noexcept { return opts_.topic; }
@@ -374,22 +375,19 @@ public:
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]"), follow_(follow),
           read_committed_(o.read_committed) {
-        if (!follow_) {
-            const partition_bounds b = list_bounds(r.lookups(), o.topic, o.partition, o.request_timeout);
-            end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
-            start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
-            end_known_ = true;
-            if (from >= end_) {
-                done_ = true;
-                return;
-            }
+        // A follower too asks once where the partition begins and ends (its
+        // caller's checks and lag hold from the start); later its fetches
+        // tell it (learn_bounds), and a position past either end sends the
+        // fetcher back to the log's start, which shows in the offsets and in
+        // start_offset().
+        const partition_bounds b = list_bounds(r.lookups(), o.topic, o.partition, o.request_timeout);
+        end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
+        start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
+        if (from >= end_ && !follow_) {
+            done_ = true;
+            return;
         }
         expected_ = from;
-        // A follower asks nothing: its fetches tell it the partition's bounds
-        // (learn_bounds), and a position past either end sends the fetcher
-        // back to the log's start, which the caller sees in the offsets and
-        // in start_offset().
-
         topic_.reset(rd_kafka_topic_new(consumer_.get(), o.topic.c_str(), nullptr));
         if (rd_kafka_consume_start(topic_.get(), partition_, static_cast<std::int64_t>(from)) != 0)
             throw error("start reading " + where_, rd_kafka_last_error());
@@ -428,14 +426,12 @@ public:
     }
 
     /// @brief The end offset taken when the replay began (following: the
-    /// highest end heard of since, 0 before end_known()).
+    /// highest end heard of since).
     [[nodiscard]] offset_t end_offset() const noexcept { return end_; }
     /// @brief The partition's log start offset then (following: the highest
-    /// heard of since, 0 before): records below it were deleted (by
-    /// retention or DeleteRecords; compaction does not move it).
+    /// heard of since): records below it were deleted (by retention or
+    /// DeleteRecords; compaction does not move it).
     [[nodiscard]] offset_t start_offset() const noexcept { return start_; }
-    /// @brief Following: whether a fetch has told the partition's end yet.
-    [[nodiscard]] bool end_known() const noexcept { return end_known_; }
     /// @brief Following: the end the partition was found to have below the
     /// offsets read (or the first offset asked for), if it was (the log lost
     /// records, and the fetcher went back to its start).
@@ -510,7 +506,7 @@ private:
                     // back to the start of a log that lost records.
                     if (at < expected_ && !went_back_) went_back_ = at;
                     end_ = std::max(end_, at);
-                    end_known_ = eof_seen_ = true;
+                    eof_seen_ = true;
                     continue;
                 }
                 done_ = true;
@@ -567,10 +563,7 @@ private:
             RD_KAFKA_RESP_ERR_NO_ERROR)
             return;
         if (lo > 0) start_ = std::max(start_, static_cast<offset_t>(lo));
-        if (hi >= 0 && !(read_committed_ && eof_seen_)) {
-            end_ = std::max(end_, static_cast<offset_t>(hi));
-            end_known_ = true;
-        }
+        if (hi >= 0 && !(read_committed_ && eof_seen_)) end_ = std::max(end_, static_cast<offset_t>(hi));
     }
 
     /// The changelog's reader when no other replay of the partition holds
@@ -602,7 +595,6 @@ private:
     std::string where_;
     bool follow_;
     bool read_committed_ = true;
-    bool end_known_ = false;  // following: a fetch told the end (the high watermark or an end-of-partition event)
     bool eof_seen_ = false;   // following: an end-of-partition event came
     offset_t expected_ = 0;   // following: the first offset asked for, then one past the last record
     std::optional<offset_t> went_back_;  // following: an end below expected_

@@ -115,14 +115,19 @@ public:
     /// held (the lease had run out) or not sent did not. Nothing to do under
     /// exactly-once: the transaction was aborted, and fencing stops the rest.
     /// @throws kafka::error records still unsettled after four times
-    ///         the message timeout (librdkafka no longer serves its queue)
+    ///         the message timeout and 2 s (librdkafka no longer serves its queue)
     void settle() {
         if (eos_) return;
-        const auto until = clock::now() + 4 * delivery_timeout_;
+        // librdkafka looks for queued records past their timeout once a
+        // second: with the 200 ms timeout of a 600 ms liveness_timeout, a
+        // record queued for a broker that just died fails a second or more
+        // after it was due (the chaos campaign's coordinator kill saw this
+        // bound without the 2 s stop an instance).
+        const auto until = clock::now() + 4 * delivery_timeout_ + std::chrono::seconds(2);
         while (rd_kafka_outq_len(producer_->get()) > 0) {
             if (clock::now() >= until)
                 throw kafka::error("strata::runtime: records of the producer neither landed nor failed within "
-                                   "four times its message timeout",
+                                   "four times its message timeout and 2 s",
                                    RD_KAFKA_RESP_ERR__TIMED_OUT);
             (void)rd_kafka_flush(producer_->get(), 100);
         }

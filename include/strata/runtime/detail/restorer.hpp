@@ -352,14 +352,8 @@ private:
                 continue;
             }
             if (j.standby) {
-                std::int64_t lag = 0;  // -1 while a store's end is not known yet
-                for (const detail::store_replay& s : j.stores) {
-                    if (s.lag() < 0) {
-                        lag = -1;
-                        break;
-                    }
-                    lag = std::max(lag, s.lag());
-                }
+                std::int64_t lag = 0;
+                for (const detail::store_replay& s : j.stores) lag = std::max(lag, s.lag());
                 j.t->set_standby_lag(lag);  // read by the processing thread's status and by queries
             }
             const bool dropped = cancelled(*j.t);

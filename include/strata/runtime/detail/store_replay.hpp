@@ -72,11 +72,11 @@ public:
 
     /// A standby's replay: from the store's position on, with no end, kept
     /// open (records come as librdkafka fetches them for the instance's
-    /// shared reader: no request, neither at the start nor per look). What
-    /// open_to_end checks is found by apply_slice from the fetches: a
-    /// position past the end sends the fetcher back to the start
-    /// (applied::went_back), records deleted before it fetched them move the
-    /// log's start past the position (applied::deleted_to).
+    /// shared reader: no request per look). The same checks as open_to_end
+    /// at the start; later, apply_slice finds from the fetches what they
+    /// find: a log that lost records sends the fetcher back to its start
+    /// (applied::went_back), records deleted before it fetched them move
+    /// the log's start past the position (applied::deleted_to).
     bounds follow() { return open(true, true); }
 
     /// Starts a report anew from where the store is (a standby promoted:
@@ -148,7 +148,7 @@ public:
             progress.position = std::max(progress.position, progress.to);
             source_.reset();
         }
-        if (lag() >= 0) lag_->set(static_cast<double>(lag()));
+        lag_->set(static_cast<double>(lag()));
         done_->set(static_cast<double>(progress.records_done));
         const std::chrono::duration<double> elapsed = clock::now() - started_;
         if (elapsed.count() > 0) rate_->set(static_cast<double>(progress.records_done) / elapsed.count());
@@ -193,10 +193,8 @@ public:
         return standby_stale_message(bounds{start, progress.to, false, true}, task_id);
     }
 
-    /// Records between where the store is and the end of its current replay;
-    /// -1 for a follower whose fetches have not told the end yet.
+    /// Records between where the store is and the end of its current replay.
     [[nodiscard]] std::int64_t lag() const noexcept {
-        if (following_ && source_ && !source_->range.end_known()) return -1;
         return static_cast<std::int64_t>(progress.to - std::min(progress.position, progress.to));
     }
 
@@ -208,9 +206,8 @@ private:
         source_ = std::make_unique<replay>(*log_, progress.position, follow);
         following_ = follow;
         bounds b{source_->range.start_offset(), source_->range.end_offset()};
-        // A follower knows the bounds only from its fetches: apply_slice checks them.
-        b.past_end = !follow && progress.position > b.end;
-        b.before_start = !follow && standby && progress.position > 0 && progress.position < b.start;
+        b.past_end = progress.position > b.end;
+        b.before_start = standby && progress.position > 0 && progress.position < b.start;
         if (b.stale()) {
             source_.reset();
             return b;
@@ -218,7 +215,7 @@ private:
         progress.to = std::max(b.end, progress.position);
         progress.records_total = progress.to - progress.from;
         finished_ = false;
-        if (lag() >= 0) lag_->set(static_cast<double>(lag()));
+        lag_->set(static_cast<double>(lag()));
         total_->set(static_cast<double>(progress.records_total));
         return b;
     }
