@@ -239,7 +239,16 @@ inline std::vector<std::int64_t> committed(const std::string& group, const std::
     const strata::kafka::client consumer(RD_KAFKA_CONSUMER, std::move(c));
     const strata::kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(partitions));
     for (std::int32_t p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
-    strata::kafka::check(rd_kafka_committed(consumer.get(), l.get(), 30'000), "read committed offsets");
+    // The group's coordinator may be moving (a broker of the test's cluster
+    // just started or died): asked again then, as librdkafka does not.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+        const rd_kafka_resp_err_t err = rd_kafka_committed(consumer.get(), l.get(), 30'000);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+        if (!strata::kafka::detail::transient(err) || std::chrono::steady_clock::now() > deadline)
+            strata::kafka::check(err, "read committed offsets");
+        std::this_thread::sleep_for(100ms);
+    }
     std::vector<std::int64_t> out;
     for (int i = 0; i < l->cnt; ++i) out.push_back(l->elems[i].offset < 0 ? 0 : l->elems[i].offset);
     return out;
