@@ -37,9 +37,10 @@ struct task_environment {
     /// Makes sure the changelog topic of a store exists (one partition per
     /// input partition, compacted) and returns its name.
     std::function<std::string(std::string_view store)> ensure_changelog;
-    /// The consumers every changelog of the instance reads through, one for
-    /// offset lookups and restores, one for standbys following their
-    /// changelogs: two per instance, whatever its tasks.
+    /// The readers every changelog of the instance reads through, one for
+    /// restores and offset lookups, one for standbys following their
+    /// changelogs (each with a consumer of its own for lookups): the same
+    /// clients whatever the instance's tasks.
     std::shared_ptr<kafka::changelog_reader> changelog_reader;
     std::shared_ptr<kafka::changelog_reader> standby_reader;
     /// The partitions of every input topic, which ensure_changelog gives
