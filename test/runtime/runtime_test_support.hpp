@@ -7,6 +7,7 @@
 #include "app/aggregate.hpp"
 #include "kafka/kafka_test_support.hpp"
 
+#include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/kafka/murmur2.hpp>
 #include <strata/kafka/producer.hpp>
@@ -241,14 +242,9 @@ inline std::vector<std::int64_t> committed(const std::string& group, const std::
     for (std::int32_t p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), p);
     // The group's coordinator may be moving (a broker of the test's cluster
     // just started or died): asked again then, as librdkafka does not.
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    for (;;) {
-        const rd_kafka_resp_err_t err = rd_kafka_committed(consumer.get(), l.get(), 30'000);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
-        if (!strata::kafka::detail::transient(err) || std::chrono::steady_clock::now() > deadline)
-            strata::kafka::check(err, "read committed offsets");
-        std::this_thread::sleep_for(100ms);
-    }
+    strata::kafka::detail::retry_while_transient(std::chrono::steady_clock::now() + 30s, [&] {
+        strata::kafka::check(rd_kafka_committed(consumer.get(), l.get(), 30'000), "read committed offsets");
+    });
     std::vector<std::int64_t> out;
     for (int i = 0; i < l->cnt; ++i) out.push_back(l->elems[i].offset < 0 ? 0 : l->elems[i].offset);
     return out;
