@@ -162,8 +162,15 @@ struct processor {
         }
         object_reports o = reports.get(r.key).value_or(object_reports{});
         const std::optional<std::int64_t> superseded = o.time_of(rep.agent);
-        if (!o.take(rep)) return;  // older than what the agent said since
-        reports.put(r.key, o);
+        if (o.take(rep)) reports.put(r.key, o);
+        // A report the store has already is handled again all the same:
+        // under at-least-once the inputs since the last commit are processed
+        // again after a failed write, and each store's changelog records
+        // land or fail one by one, so the reports may hold this report while
+        // the schedule and the decided state lost what followed from it.
+        // Everything below is idempotent; only a report older than the
+        // agent's latest (out of order) changes nothing.
+        if (o.time_of(rep.agent) != rep.time_ms) return;
         // One expiry entry per live report: the one the new report replaces
         // goes (else the schedule grows by every report for max_age).
         auto& schedule = ctx.template store<2>();
@@ -205,10 +212,13 @@ struct processor {
         for (const auto& [key, e] : due) {
             schedule.erase(key);
             std::optional<object_reports> o = reports.get(e.object);
-            if (!o || !o->expire(e.agent, e.time_ms)) continue;  // superseded by a newer report
-            if (o->latest.empty()) reports.erase(e.object);
-            else reports.put(e.object, *o);
-            decide(ctx, e.object, *o);
+            if (o && o->expire(e.agent, e.time_ms)) {
+                if (o->latest.empty()) reports.erase(e.object);
+                else reports.put(e.object, *o);
+            }
+            // Decided again even when the report was gone already (superseded,
+            // or dropped by a run whose write of the decided state failed).
+            decide(ctx, e.object, o.value_or(object_reports{}));
         }
     }
 };

@@ -77,7 +77,10 @@ public:
             throw changelog_error("strata::kafka: topic " + opts_.topic + " has " + std::to_string(count) +
                                   " partitions, no partition " + std::to_string(opts_.partition));
         topic_.reset(rd_kafka_topic_new(producer_->get(), opts_.topic.c_str(), nullptr));
-        durable_end_ = end_offset();
+        // The end known durable is learnt when first needed (flush), or from
+        // the first replay's end: a store that restores at once, as every
+        // store of the runtime does, asks the broker for its offsets once,
+        // not twice (an instance of 1,000 tasks of ten stores starts 10,000).
     }
 
     changelog(changelog&&) noexcept = default;
@@ -114,8 +117,10 @@ public:
         producer_->wait(*tracker_);
         throw_if_failed();
         if (tracker_->last_offset >= 0)
-            durable_end_ = std::max(durable_end_, static_cast<offset_t>(tracker_->last_offset) + 1);
-        return durable_end_;
+            durable_end_ = std::max(durable_end_.value_or(0), static_cast<offset_t>(tracker_->last_offset) + 1);
+        else if (!durable_end_)
+            durable_end_ = end_offset();
+        return *durable_end_;
     }
 
     /// @brief The end of the partition, from the broker: the high watermark,
@@ -168,7 +173,10 @@ private:
     std::shared_ptr<changelog_reader> reader_;
     std::shared_ptr<changelog_reader> follower_;  // follow()'s: reader_ unless the options name another
     unique_topic topic_;
-    offset_t durable_end_ = 0;
+    /// One past the last offset known in the log: what flush() returns when
+    /// this object has had nothing acknowledged. Unknown until a flush or a
+    /// replay asks the broker (mutable: a replay, a const read, learns it too).
+    mutable std::optional<offset_t> durable_end_;
     std::uint64_t appended_ = 0;
     static constexpr std::uint64_t poll_every = 256;  // a power of two
 };
@@ -213,7 +221,10 @@ public:
         replay_range* r_ = nullptr;
     };
 
-    replay_range(const changelog_options& o, changelog_reader& r, offset_t from, bool follow = false)
+    /// `learnt_end`: where the end found is kept as well (the changelog's
+    /// durable end, see changelog::flush), or null.
+    replay_range(const changelog_options& o, changelog_reader& r, offset_t from, bool follow = false,
+                 std::optional<offset_t>* learnt_end = nullptr)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]"), follow_(follow),
           read_committed_(o.read_committed) {
@@ -225,6 +236,7 @@ public:
         const partition_bounds b = list_bounds(r.lookups(), o.topic, o.partition, o.request_timeout);
         end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
         start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
+        if (learnt_end != nullptr) *learnt_end = std::max(learnt_end->value_or(0), end_);
         if (from >= end_ && !follow_) {
             done_ = true;
             return;
@@ -455,12 +467,12 @@ private:
 
 inline changelog::replay_range changelog::replay(offset_t from) const {
     if (!reader_) throw usage_error("strata::kafka::changelog: replay of a moved-from changelog");
-    return replay_range(opts_, *reader_, from);  // guaranteed copy elision: never moved
+    return replay_range(opts_, *reader_, from, false, &durable_end_);  // guaranteed copy elision: never moved
 }
 
 inline changelog::replay_range changelog::follow(offset_t from) const {
     if (!follower_) throw usage_error("strata::kafka::changelog: follow of a moved-from changelog");
-    return replay_range(opts_, *follower_, from, true);
+    return replay_range(opts_, *follower_, from, true, &durable_end_);
 }
 
 static_assert(strata::changelog<changelog>);

@@ -197,17 +197,10 @@ inline rd_kafka_resp_err_t list_offset(rd_kafka_t* rk, const std::string& topic,
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out = l->elems[0].offset;
     return err;
 }
-}  // namespace detail
 
-/// @brief The log start offset and the high watermark of a partition (with
-/// a read_committed consumer handle, its last stable offset). Errors a new
-/// or moving partition gives for a moment (no leader yet, a leader that
-/// died, or, on a cluster, a broker whose metadata does not list the new
-/// topic's partitions yet) are retried until `timeout`, which bounds the
-/// whole call.
-/// @throws kafka::error any other error, or still failing at the deadline
+/// list_bounds, or with `with_start` false only the end (one request, not two).
 inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout, bool with_start) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const auto left = [&] {
         return timeout_ms(
@@ -220,7 +213,9 @@ inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, st
     for (;;) {
         std::int64_t lo = 0, hi = 0;
         rd_kafka_resp_err_t err =
-            detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, lo, std::min(attempt, left()));
+            with_start ? detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, lo,
+                                             std::min(attempt, left()))
+                       : RD_KAFKA_RESP_ERR_NO_ERROR;
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
             err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_END, hi, std::min(attempt, left()));
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo < 0 ? hi : lo, hi};
@@ -233,11 +228,24 @@ inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, st
             detail::refresh_metadata(rk, topic, std::min(1000, left()));
     }
 }
+}  // namespace detail
+
+/// @brief The log start offset and the high watermark of a partition (with
+/// a read_committed consumer handle, its last stable offset). Errors a new
+/// or moving partition gives for a moment (no leader yet, a leader that
+/// died, or, on a cluster, a broker whose metadata does not list the new
+/// topic's partitions yet) are retried until `timeout`, which bounds the
+/// whole call.
+/// @throws kafka::error any other error, or still failing at the deadline
+inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                    std::chrono::milliseconds timeout) {
+    return detail::list_bounds(rk, topic, partition, timeout, true);
+}
 
 /// @brief The end of a partition (see list_bounds).
 inline std::int64_t list_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
                                     std::chrono::milliseconds timeout) {
-    return list_bounds(rk, topic, partition, timeout).end;
+    return detail::list_bounds(rk, topic, partition, timeout, false).end;
 }
 
 /// @brief Checks that a broker at `bootstrap` answers within `timeout` and
@@ -254,26 +262,34 @@ inline std::int32_t probe_topic(rd_kafka_t* rk, std::string_view bootstrap, std:
     const auto started = clock::now();
     const auto unknown_until = started + std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(5));
     const unique_topic rkt(rd_kafka_topic_new(rk, std::string(topic).c_str(), nullptr));
+    const auto not_available = [&](rd_kafka_resp_err_t topic_err) {
+        return error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
+                         "' (create it first, e.g. with strata::kafka::ensure_topic)",
+                     topic_err);
+    };
+    // What the cluster last said of the topic: once it has answered, a later
+    // request that times out (a busy broker) does not make the cluster absent.
+    rd_kafka_resp_err_t said = RD_KAFKA_RESP_ERR_NO_ERROR;
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(started + timeout - clock::now());
         const rd_kafka_metadata_t* md = nullptr;
         const rd_kafka_resp_err_t err =
             rd_kafka_metadata(rk, 0, rkt.get(), &md, timeout_ms(std::max(left, std::chrono::milliseconds(1))));
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (said != RD_KAFKA_RESP_ERR_NO_ERROR) throw not_available(said);
             throw error("no answer from the Kafka cluster at '" + std::string(bootstrap) + "' within " +
                             std::to_string(timeout.count()) +
                             " ms (wrong bootstrap.servers, or the broker is down?)",
                         err);
+        }
         const std::unique_ptr<const rd_kafka_metadata_t, detail::destroy_with<&rd_kafka_metadata_destroy>> owned(md);
         const rd_kafka_resp_err_t topic_err =
             md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
         if (topic_err == RD_KAFKA_RESP_ERR_NO_ERROR) return md->topics[0].partition_cnt;
+        said = topic_err;
         const bool may_appear = topic_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
                                 topic_err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE;
-        if (!may_appear || clock::now() + std::chrono::milliseconds(100) >= unknown_until)
-            throw error("topic '" + std::string(topic) + "' is not available at '" + std::string(bootstrap) +
-                            "' (create it first, e.g. with strata::kafka::ensure_topic)",
-                        topic_err);
+        if (!may_appear || clock::now() + std::chrono::milliseconds(100) >= unknown_until) throw not_available(topic_err);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
 }

@@ -28,7 +28,7 @@
 ///   has passed since that append on the broker's clock and since it read
 ///   it on its own: by then the lease has run out for `margin`, and what the
 ///   member's producer held when it ran out has landed or failed (its
-///   message.timeout.ms is at most `margin`). Either clock alone suffices
+///   message.timeout.ms is at most `margin`; but see below). Either clock alone suffices
 ///   for this; both must agree so that a leader that stalled (and reads a
 ///   backlog late) or a broker clock that jumps does not declare a live
 ///   member silent.
@@ -36,6 +36,12 @@
 ///   go of its tasks without a commit once its lease has run out (it may
 ///   have been left out of a decision it cannot read), and is put back in
 ///   the next decision once its heartbeats land again.
+/// - What a client's timeout cannot bound: librdkafka fails a record past
+///   message.timeout.ms only at a scan of its queues (once a second, and
+///   after a reconnection) and sends one found expired at send time anyway,
+///   with 100 ms to land; and a cut-off host's kernel may deliver bytes it
+///   held once the network is back. docs/runtime.md ("What the producer
+///   holds") says what is left open under at-least-once and what closes it.
 /// - The price under at-least-once: while the coordination partition has no
 ///   leader, no heartbeat lands, and processing pauses until it is back (an
 ///   instance cannot tell that from being cut off from it alone). Under
