@@ -15,8 +15,11 @@
 # and nine more, each updated by every record), each with its changelog.
 # At 1,024 partitions and ten stores the broker holds over 12,000
 # partitions: the broker this script starts gets a 2 GiB heap
-# (STRATA_KAFKA_HEAP; the test broker's 256 MiB runs out). Stop a broker
-# that runs already for a clean run: the script uses it as it is.
+# (STRATA_KAFKA_HEAP; the test broker's 256 MiB runs out), and each run
+# starts on a freshly formatted broker (one run leaves 11,000 partitions
+# behind, and the next one's topics timed out becoming available). Stop a
+# broker that runs already for a clean run: the script uses it as it is,
+# for every run.
 set -euo pipefail
 repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_dir}"
@@ -43,6 +46,10 @@ for p in ${partition_counts}; do
       for layout in "1 0" "2 1"; do
         read -r instances standbys <<<"${layout}"
         name="sc-${stamp,,}-p${p}-s${stores}-${g%%_*}-i${instances}"
+        if ((strata_broker_started)); then
+          broker_down "${log}"
+          broker_up "${log}"
+        fi
         say "${p} partitions, ${stores} store(s) a task, ${g}, ${instances} instance(s), ${standbys} standby"
         if line="$("${bench}" scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
             --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --partitions "${p}" --stores "${stores}" \

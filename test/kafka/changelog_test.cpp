@@ -191,6 +191,27 @@ TEST_CASE("kafka::changelog: changelogs of many partitions share one reader, and
     REQUIRE(replay_all(logs[2], 1).size() == 2);
     REQUIRE(logs[1].end_offset() == 2);
 
+    // The bounds of every partition asked at once, in the order asked: a
+    // replay given them asks nothing and ends where they say.
+    const std::vector<std::pair<std::string, std::int32_t>> asked{{topic, 3}, {topic, 0}, {topic, 2}};
+    const std::vector<kafka::partition_bounds> b = shared->bounds(asked);
+    REQUIRE(b.size() == 3);
+    CHECK(b[0].start == 0);
+    CHECK(b[0].end == 4);
+    CHECK(b[1].end == 1);
+    CHECK(b[2].end == 3);
+    logs[2].append(make("late", "v").view());
+    REQUIRE(logs[2].flush() == 4);
+    std::size_t n = 0;
+    for (const strata::record_view r : logs[2].replay(1, b[2])) n += r.offset < 3 ? 1 : 100;
+    CHECK(n == 2);  // offsets 1 and 2: the late record is past the bounds it was given
+    // A partition the topic does not have fails the lookup, naming it, once
+    // the request timeout ran out (a new partition may take a moment to appear).
+    auto brief = kafka_test::log_options(topic);
+    brief.request_timeout = std::chrono::milliseconds(1500);
+    kafka::changelog_reader impatient(brief);
+    REQUIRE_THROWS_WITH(impatient.bounds({{topic, 0}, {topic, partitions}}), Catch::Contains("[4]"));
+
     // A reader made for read_committed serves no changelog that reads uncommitted.
     auto uncommitted = kafka_test::log_options(topic, 0);
     uncommitted.read_committed = !kafka_test::log_options(topic).read_committed;

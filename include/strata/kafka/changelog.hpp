@@ -143,6 +143,18 @@ public:
     /// partition's bounds when it begins).
     [[nodiscard]] replay_range follow(offset_t from = 0) const;
 
+    /// @brief replay() and follow() with the partition's bounds looked up
+    /// already, with others, by the caller (see list_bounds_of): a task of
+    /// ten stores asks for the ten at once. `known` must be taken after
+    /// anything the replay has to see was written: it ends the replay.
+    [[nodiscard]] replay_range replay(offset_t from, const partition_bounds& known) const;
+    [[nodiscard]] replay_range follow(offset_t from, const partition_bounds& known) const;
+
+    /// @brief The consumers its replays and follow() read through (shared
+    /// with other changelogs when the options name them).
+    [[nodiscard]] changelog_reader& reader() const noexcept { return *reader_; }
+    [[nodiscard]] changelog_reader& follower() const noexcept { return *follower_; }
+
     [[nodiscard]] const std::string& topic() const noexcept { return opts_.topic; }
     [[nodiscard]] std::int32_t partition() const noexcept { return opts_.partition; }
     [[nodiscard]] const changelog_options& options() const noexcept { return opts_; }
@@ -223,8 +235,9 @@ public:
 
     /// `learnt_end`: where the end found is kept as well (the changelog's
     /// durable end, see changelog::flush), or null.
+    /// `known`: the partition's bounds looked up already, or null to ask.
     replay_range(const changelog_options& o, changelog_reader& r, offset_t from, bool follow = false,
-                 std::optional<offset_t>* learnt_end = nullptr)
+                 std::optional<offset_t>* learnt_end = nullptr, const partition_bounds* known = nullptr)
         : consumer_(r, o), partition_(o.partition), idle_timeout_(o.request_timeout),
           where_(o.topic + "[" + std::to_string(o.partition) + "]"), follow_(follow),
           read_committed_(o.read_committed) {
@@ -233,7 +246,8 @@ public:
         // tell it (learn_bounds), and a position past either end sends the
         // fetcher back to the log's start, which shows in the offsets and in
         // start_offset().
-        const partition_bounds b = list_bounds(r.lookups(), o.topic, o.partition, o.request_timeout);
+        const partition_bounds b =
+            known != nullptr ? *known : list_bounds(r.lookups(), o.topic, o.partition, o.request_timeout);
         end_ = b.end < 0 ? 0 : static_cast<offset_t>(b.end);
         start_ = b.start < 0 ? 0 : std::min(static_cast<offset_t>(b.start), end_);
         if (learnt_end != nullptr) *learnt_end = std::max(learnt_end->value_or(0), end_);
@@ -473,6 +487,16 @@ inline changelog::replay_range changelog::replay(offset_t from) const {
 inline changelog::replay_range changelog::follow(offset_t from) const {
     if (!follower_) throw usage_error("strata::kafka::changelog: follow of a moved-from changelog");
     return replay_range(opts_, *follower_, from, true, &durable_end_);
+}
+
+inline changelog::replay_range changelog::replay(offset_t from, const partition_bounds& known) const {
+    if (!reader_) throw usage_error("strata::kafka::changelog: replay of a moved-from changelog");
+    return replay_range(opts_, *reader_, from, false, &durable_end_, &known);
+}
+
+inline changelog::replay_range changelog::follow(offset_t from, const partition_bounds& known) const {
+    if (!follower_) throw usage_error("strata::kafka::changelog: follow of a moved-from changelog");
+    return replay_range(opts_, *follower_, from, true, &durable_end_, &known);
 }
 
 static_assert(strata::changelog<changelog>);

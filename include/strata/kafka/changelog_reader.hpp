@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <librdkafka/rdkafka.h>
 
@@ -144,6 +145,13 @@ public:
         const std::lock_guard lock(mutex_);
         if (!lookups_) lookups_.emplace(detail::make_consumer(options_));
         return lookups_->get();
+    }
+
+    /// @brief The bounds of many partitions, asked for at once through the
+    /// lookups consumer (list_bounds_of).
+    [[nodiscard]] std::vector<partition_bounds> bounds(
+        const std::vector<std::pair<std::string, std::int32_t>>& partitions) {
+        return list_bounds_of(lookups(), partitions, options_.request_timeout);
     }
 
     /// @brief Whether a changelog with options `o` may read through it.

@@ -442,15 +442,30 @@ private:
         }
     }
 
-    void rebuild_after_failed_write() {
+    /// Says why, since a rebuild restores every running task: at scale, or
+    /// with the broker starved, rebuilds one after another were the whole of
+    /// a slow start, and nothing said so.
+    void rebuild_after_failed_write(const std::string& why = "a write failed") {
+        config_.warn("instance " + config_.instance_id + ": " + why + "; its " +
+                     std::to_string(tasks_->running().size()) +
+                     " running task(s) are rebuilt from their changelogs and process their inputs again from the "
+                     "last commit");
         tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
     }
 
     /// In a handler: a write that failed, or that the lease refused, has the
     /// running tasks rebuilt (committer.hpp); any other failure goes on up.
     void rebuild_after_failed_write_or_rethrow() {
-        if (!s_->committer.recover_from_failed_write(std::current_exception())) throw;
-        rebuild_after_failed_write();
+        const std::exception_ptr failure = std::current_exception();
+        if (!s_->committer.recover_from_failed_write(failure)) throw;
+        std::string why = "a write failed";
+        try {
+            std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+            why += " (" + std::string(e.what()) + ")";
+        } catch (...) {
+        }
+        rebuild_after_failed_write(why);
     }
 
     metrics::counter& counter(std::string_view name, std::string_view help) {

@@ -228,19 +228,41 @@ private:
         std::optional<checkpoint_file> checkpoints;
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
         j.stores.reserve(j.t->stores().size());
+        const std::vector<kafka::partition_bounds> known = bounds_of(*j.t, standby);
+        std::size_t logged = 0;
         for (const auto& port : j.t->stores()) {
             kafka::changelog* log = port->changelog();
             if (log == nullptr) continue;
+            const kafka::partition_bounds* b = known.empty() ? nullptr : &known[logged++];
             offset_t from = 0;
             if (const std::optional<offset_t> own = port->committed_offset()) from = *own;
             else if (port->persistent() && checkpoints) from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
             detail::store_replay& s = j.stores.emplace_back(*port, *log, from, *registry_, j.t->id());
-            if (!(standby ? follow(j, s) : open_to_end(j, s))) break;
+            if (!(standby ? checked(j, s, s.follow(b)) : checked(j, s, s.open_to_end(false, b)))) break;
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
         }
         if (!standby) publish_progress(j);
         const std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(j));
+    }
+
+    /// The bounds of every logged store's changelog of `t`, asked for at
+    /// once (an instance starting 1,000 tasks of ten stores made 20,000
+    /// lookups one after another, two per store); nothing when the task has
+    /// one logged store, or its changelogs do not share one reader.
+    [[nodiscard]] static std::vector<kafka::partition_bounds> bounds_of(const task& t, bool standby) {
+        std::vector<std::pair<std::string, std::int32_t>> partitions;
+        kafka::changelog_reader* reader = nullptr;
+        for (const auto& port : t.stores()) {
+            const kafka::changelog* log = port->changelog();
+            if (log == nullptr) continue;
+            kafka::changelog_reader& r = standby ? log->follower() : log->reader();
+            if (reader != nullptr && reader != &r) return {};
+            reader = &r;
+            partitions.emplace_back(log->topic(), log->partition());
+        }
+        if (partitions.size() < 2) return {};
+        return reader->bounds(partitions);
     }
 
     /// Reads the store's changelog from where it is up to the end as of now

@@ -68,7 +68,11 @@ public:
     /// user's compact,delete topic): what it reads from the start is all
     /// there is. A standby that held the deleted part missed its updates.
     /// On a stale result nothing stays open.
-    bounds open_to_end(bool standby) { return open(standby, false); }
+    /// `known`: the changelog's bounds, asked for with other stores' (the
+    /// restorer asks for all of a task's at once), or null to ask now.
+    bounds open_to_end(bool standby, const kafka::partition_bounds* known = nullptr) {
+        return open(standby, false, known);
+    }
 
     /// A standby's replay: from the store's position on, with no end, kept
     /// open (records come as librdkafka fetches them for the instance's
@@ -77,7 +81,7 @@ public:
     /// find: a log that lost records sends the fetcher back to its start
     /// (applied::went_back), records deleted before it fetched them move
     /// the log's start past the position (applied::deleted_to).
-    bounds follow() { return open(true, true); }
+    bounds follow(const kafka::partition_bounds* known = nullptr) { return open(true, true, known); }
 
     /// Starts a report anew from where the store is (a standby promoted:
     /// its restore reports only the rest) and lets go of the replay, which
@@ -202,8 +206,8 @@ public:
     clock::time_point next_look{};  // a standby's next look at its changelog
 
 private:
-    bounds open(bool standby, bool follow) {
-        source_ = std::make_unique<replay>(*log_, progress.position, follow);
+    bounds open(bool standby, bool follow, const kafka::partition_bounds* known) {
+        source_ = std::make_unique<replay>(*log_, progress.position, follow, known);
         following_ = follow;
         bounds b{source_->range.start_offset(), source_->range.end_offset()};
         b.past_end = progress.position > b.end;
@@ -223,8 +227,10 @@ private:
     /// The replay of one changelog partition, held still in memory (its
     /// iterator points into it).
     struct replay {
-        replay(kafka::changelog& log, offset_t from, bool follow)
-            : range(follow ? log.follow(from) : log.replay(from)), it(range.begin()) {}
+        replay(kafka::changelog& log, offset_t from, bool follow, const kafka::partition_bounds* known)
+            : range(known != nullptr ? (follow ? log.follow(from, *known) : log.replay(from, *known))
+                                     : (follow ? log.follow(from) : log.replay(from))),
+              it(range.begin()) {}
         kafka::changelog::replay_range range;
         kafka::changelog::replay_range::iterator it;
     };
