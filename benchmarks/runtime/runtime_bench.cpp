@@ -318,6 +318,7 @@ struct system_options {
     std::uint64_t standbys = 0;
     std::uint64_t cache_bytes = 10u << 20;  // Kafka Streams' statestore.cache.max.bytes
     std::uint64_t stores = 1;               // logged stores a task: 1, or 10 (aggregate_app --ten-stores)
+    std::uint64_t liveness_ms = 0;          // strata's liveness_timeout; 0: its default (600 ms)
     std::string application_id, input, output;
 
     explicit system_options(const args& a)
@@ -325,7 +326,8 @@ struct system_options {
           peer_path(a.str("peer", RUNTIME_BENCH_PEER)), ceiling_path(a.str("ceiling", RUNTIME_BENCH_CEILING)),
           guarantee(a.str("guarantee", "at_least_once")),
           session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
-          standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)), stores(a.num("stores", 1)) {
+          standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)), stores(a.num("stores", 1)),
+          liveness_ms(a.num("liveness-ms", 0)) {
         if (stores != 1 && stores != 10) throw std::invalid_argument("--stores is 1 or 10");
         if (system != "strata" && system != "kafka-streams" && system != "ceiling")
             throw std::invalid_argument("--system is strata, kafka-streams or ceiling");
@@ -354,6 +356,10 @@ struct system_options {
                                           std::to_string(transaction_ms), "--standbys", std::to_string(standbys)};
             if (guarantee == "exactly_once") v.emplace_back("--exactly-once");
             if (stores == 10) v.emplace_back("--ten-stores");
+            if (liveness_ms != 0) {
+                v.emplace_back("--liveness-ms");
+                v.emplace_back(std::to_string(liveness_ms));
+            }
             return v;
         }
         return {peer_path,       "runtime",
@@ -381,6 +387,7 @@ struct system_options {
             .put("stores", stores)
             .put("application_id", application_id);
         if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
+        if (strata()) j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600);
     }
 };
 
@@ -798,26 +805,47 @@ void cmd_scale(const args& a) {
     for (std::uint64_t i = 0; fewest() < 3; ++i) in.write(i);
     in.flush();
 
+    // Starts the instances and waits until every task processed a record.
     std::vector<std::unique_ptr<child>> cs;
-    for (std::uint64_t i = 0; i < instances; ++i) cs.push_back(space.start("i" + std::to_string(i)));
-    const auto started = [&] {
-        std::set<std::string> tasks;
-        for (const auto& c : cs)
-            for (const auto& e : events_of(c->lines()))
-                if (e.kind == "started") tasks.insert(e.text("task"));
-        return tasks.size();
+    const auto start_all = [&] {
+        cs.clear();
+        for (std::uint64_t i = 0; i < instances; ++i) cs.push_back(space.start("i" + std::to_string(i)));
+        const auto started = [&] {
+            std::set<std::string> tasks;
+            for (const auto& c : cs)
+                for (const auto& e : events_of(c->lines()))
+                    if (e.kind == "started") tasks.insert(e.text("task"));
+            return tasks.size();
+        };
+        bool all = false;
+        while (!(all = started() >= static_cast<std::size_t>(partitions))) {
+            for (const auto& c : cs)
+                if (!c->running()) throw std::runtime_error("instance " + c->name() + " ended early: " + c->how_it_ended());
+            if (since(cs.front()->start()) > timeout_s) break;
+            std::this_thread::sleep_for(50ms);
+        }
+        if (!all)
+            throw std::runtime_error(std::to_string(started()) + " of " + std::to_string(partitions) +
+                                     " tasks running after " + std::to_string(timeout_s) + " s");
+        return since(cs.front()->start());
     };
-    bool all = false;
-    while (!(all = started() >= static_cast<std::size_t>(partitions))) {
+    double all_running_s = start_all();
+    if (a.num("again", 0) != 0) {
+        // The first start made the changelog topics (the broker creates the
+        // logs of 1,000 partitions in about 3.5 s on this machine). Start
+        // again on them, with no local state, as a new instance would: a
+        // record more per partition, so that each task says it started.
+        j.put("first_start_s", all_running_s);
         for (const auto& c : cs)
-            if (!c->running()) throw std::runtime_error("instance " + c->name() + " ended early: " + c->how_it_ended());
-        if (since(cs.front()->start()) > timeout_s) break;
-        std::this_thread::sleep_for(50ms);
+            if (!stop(*c)) throw std::runtime_error("instance " + c->name() + " did not stop cleanly");
+        cs.clear();
+        std::error_code ec;
+        fs::remove_all(space.work / "state", ec);
+        const std::size_t had = fewest();
+        for (std::uint64_t i = 1'000'000'000; fewest() < had + 3; ++i) in.write(i);
+        in.flush();
+        all_running_s = start_all();
     }
-    const double all_running_s = since(cs.front()->start());
-    if (!all)
-        throw std::runtime_error(std::to_string(started()) + " of " + std::to_string(partitions) +
-                                 " tasks running after " + std::to_string(timeout_s) + " s");
     j.put("all_running_s", all_running_s);
     // Standbys and restores settle; then what each instance holds.
     std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
@@ -1306,6 +1334,7 @@ int main(int argc, char** argv) {
                      "         --name PREFIX --work DIR [--logs DIR] [--app PATH] [--peer PATH] [--keep-topics 1]\n"
                      "         [--guarantee at_least_once|exactly_once] [--commit-ms 1000|100]\n"
                      "         [--session-ms 6000] [--transaction-ms 10000] [--cache-bytes 10MiB (Kafka Streams)]\n"
+                     "         [--liveness-ms 600 (strata)]\n"
                      "  throughput [--records 1M] [--keys 100k] [--timeout-s 900]\n"
                      "  failover   [--rate 5000] [--keys 100k] [--duration-s 40] [--kill-after-s 15]\n"
                      "             [--standbys 0] [--instances 3] [--settle-s 2] [--max-kill-wait-s 60]\n"
@@ -1313,6 +1342,7 @@ int main(int argc, char** argv) {
                      "  kills      [--kills 20] [--how kill|stop] [--rate 2000] [--keys 100k] [--standbys 0]\n"
                      "             [--instances 3] [--settle-s 2] [--max-wait-s 60] [--drain-timeout-s 180]\n"
                      "  scale      [--partitions 6] [--instances 1] [--standbys 0] [--stores 1|10] [--settle-s 3] [--timeout-s 120]\n"
+                     "             [--again 1: then stop, wipe the local state and start again on the topics made]\n"
                      "Topics <PREFIX>-input and <PREFIX>-output (6 partitions, or --partitions) are created fresh, application\n"
                      "id <PREFIX>-app; one JSON line on stdout.\n");
         return 2;

@@ -210,6 +210,7 @@ public:
             if (!o_.exactly_once) port_->flush_output();
         } catch (...) {
             if (!recover_from_failed_write(std::current_exception())) throw;
+            last_failure_ = message_of(std::current_exception());
             return commit_outcome::aborted;
         }
         const std::vector<offset_to_commit> offsets = offsets_of(ts);
@@ -238,6 +239,7 @@ public:
         } else {
             if (port_->commit_transaction(offsets) == transaction_end::aborted) {
                 count_failed_commit();
+                last_failure_ = "the transaction was aborted";
                 port_->begin_transaction();
                 return commit_outcome::aborted;
             }
@@ -275,6 +277,20 @@ public:
     }
 
     [[nodiscard]] const lease& current_lease() const noexcept { return lease_; }
+
+    /// @brief What made the last commit that returned `aborted` fail.
+    [[nodiscard]] const std::string& last_failure() const noexcept { return last_failure_; }
+
+    /// @brief The message of `e` (an exception that is not a std::exception: "unknown").
+    [[nodiscard]] static std::string message_of(const std::exception_ptr& e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+            return x.what();
+        } catch (...) {
+            return "unknown";
+        }
+    }
 
 private:
     metrics::counter& counter(std::string_view name, std::string_view help) {
@@ -318,6 +334,7 @@ private:
     }
 
     lease lease_;
+    std::string last_failure_;  // why the last aborted commit failed
     time_point next_lease_try_{};
     bool held_ = false;  // the lease was valid when keep_lease() last looked
 };

@@ -420,7 +420,8 @@ private:
     /// failed write (an aborted transaction) every running task is rebuilt
     /// from its changelog, and resumes from its committed input offsets.
     void commit(const std::vector<task*>& ts) {
-        if (s_->committer.commit(ts) == detail::commit_outcome::aborted) rebuild_after_failed_write();
+        if (s_->committer.commit(ts) == detail::commit_outcome::aborted)
+            rebuild_after_failed_write("a commit failed (" + s_->committer.last_failure() + ")");
     }
 
     /// The commit of a stop. A producer fenced meanwhile (another instance
@@ -445,11 +446,18 @@ private:
     /// Says why, since a rebuild restores every running task: at scale, or
     /// with the broker starved, rebuilds one after another were the whole of
     /// a slow start, and nothing said so.
-    void rebuild_after_failed_write(const std::string& why = "a write failed") {
+    void rebuild_after_failed_write(const std::string& why) {
+        const std::string bound =
+            config_.guarantee == processing_guarantee::exactly_once
+                ? std::string()
+                : " (under at-least-once a record not acknowledged within " +
+                      std::to_string(detail::at_least_once_delivery_bound(config_).count()) +
+                      " ms fails: a third of liveness_timeout, a fifth of session_timeout; raise them if the "
+                      "broker is often slower)";
         config_.warn("instance " + config_.instance_id + ": " + why + "; its " +
                      std::to_string(tasks_->running().size()) +
                      " running task(s) are rebuilt from their changelogs and process their inputs again from the "
-                     "last commit");
+                     "last commit" + bound);
         tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
     }
 
@@ -458,14 +466,7 @@ private:
     void rebuild_after_failed_write_or_rethrow() {
         const std::exception_ptr failure = std::current_exception();
         if (!s_->committer.recover_from_failed_write(failure)) throw;
-        std::string why = "a write failed";
-        try {
-            std::rethrow_exception(failure);
-        } catch (const std::exception& e) {
-            why += " (" + std::string(e.what()) + ")";
-        } catch (...) {
-        }
-        rebuild_after_failed_write(why);
+        rebuild_after_failed_write("a write failed (" + detail::committer::message_of(failure) + ")");
     }
 
     metrics::counter& counter(std::string_view name, std::string_view help) {
