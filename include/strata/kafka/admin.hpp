@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <librdkafka/rdkafka.h>
 
@@ -157,14 +159,15 @@ auto retry_while_transient(std::chrono::steady_clock::time_point deadline, F&& f
 /// answer says to ask again, until `deadline`. @returns the last error, or none
 inline rd_kafka_resp_err_t list_ends(rd_kafka_t* rk, const std::string& topic, const rd_kafka_metadata_topic_t& t,
                                      std::chrono::steady_clock::time_point deadline) {
+    std::vector<std::pair<std::string, std::int32_t>> partitions;
+    partitions.reserve(static_cast<std::size_t>(t.partition_cnt));
+    for (int i = 0; i < t.partition_cnt; ++i) partitions.emplace_back(topic, t.partitions[i].id);
+    std::vector<std::int64_t> ends;
     for (;;) {
-        const unique_partition_list l(rd_kafka_topic_partition_list_new(t.partition_cnt));
-        for (int i = 0; i < t.partition_cnt; ++i)
-            rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), t.partitions[i].id)->offset =
-                RD_KAFKA_OFFSET_END;
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l.get(), timeout_ms(std::max(left, std::chrono::milliseconds(1))));
-        for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < l->cnt; ++i) err = l->elems[i].err;
+        const rd_kafka_resp_err_t err =
+            list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, timeout_ms(std::max(left, std::chrono::milliseconds(1))), ends)
+                .first;
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !transient(err) ||
             std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             return err;

@@ -244,6 +244,31 @@ inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, st
     return detail::list_bounds(rk, topic, partition, timeout, true);
 }
 
+namespace detail {
+/// The offsets `which` (RD_KAFKA_OFFSET_BEGINNING or _END) of `partitions`,
+/// in one ListOffsets request to each leader, written to `out` in the order
+/// asked. @returns the first error and the index of its partition
+inline std::pair<rd_kafka_resp_err_t, std::size_t> list_offsets(
+    rd_kafka_t* rk, const std::vector<std::pair<std::string, std::int32_t>>& partitions, std::int64_t which,
+    int timeout, std::vector<std::int64_t>& out) {
+    const unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+    for (const auto& [topic, partition] : partitions)
+        rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition)->offset = which;
+    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l.get(), timeout);
+    out.resize(partitions.size());
+    std::size_t failed = 0;
+    // librdkafka writes each answer into the element asked for; an element
+    // left with the offset it was asked with got no answer.
+    for (std::size_t i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < partitions.size(); ++i) {
+        err = l->elems[i].err;
+        failed = i;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[i].offset < 0) err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out[i] = l->elems[i].offset;
+    }
+    return {err, failed};
+}
+}  // namespace detail
+
 /// @brief The bounds of many partitions at once (see list_bounds): two
 /// requests to each leader, not two per partition. An instance that starts
 /// a task of ten logged stores asks once for the ten.
@@ -258,28 +283,17 @@ inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
     };
     const int attempt = std::max(1000, timeout_ms(timeout) / 4);
-    std::vector<partition_bounds> out(partitions.size());
-    const auto ask = [&](std::int64_t which, auto&& keep) {
-        const unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
-        for (const auto& [topic, partition] : partitions)
-            rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition)->offset = which;
-        rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l.get(), std::min(attempt, left()));
-        std::size_t failed = 0;
-        // librdkafka writes each answer into the element asked for; an
-        // element left with the offset it was asked with got no answer.
-        for (std::size_t i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < partitions.size(); ++i) {
-            err = l->elems[i].err;
-            failed = i;
-            if (err == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[i].offset < 0) err = RD_KAFKA_RESP_ERR__TIMED_OUT;
-            if (err == RD_KAFKA_RESP_ERR_NO_ERROR) keep(out[i], l->elems[i].offset);
-        }
-        return std::pair{err, failed};
-    };
+    std::vector<std::int64_t> starts, ends;
     for (;;) {
-        auto [err, failed] = ask(RD_KAFKA_OFFSET_BEGINNING, [](partition_bounds& b, std::int64_t o) { b.start = o; });
+        auto [err, failed] = detail::list_offsets(rk, partitions, RD_KAFKA_OFFSET_BEGINNING, std::min(attempt, left()), starts);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-            std::tie(err, failed) = ask(RD_KAFKA_OFFSET_END, [](partition_bounds& b, std::int64_t o) { b.end = o; });
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+            std::tie(err, failed) = detail::list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, std::min(attempt, left()), ends);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            std::vector<partition_bounds> out;
+            out.reserve(partitions.size());
+            for (std::size_t i = 0; i < partitions.size(); ++i) out.push_back({starts[i], ends[i]});
+            return out;
+        }
         const auto& [topic, partition] = partitions.at(failed);
         if (!detail::transient(err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);

@@ -238,7 +238,7 @@ private:
             if (const std::optional<offset_t> own = port->committed_offset()) from = *own;
             else if (port->persistent() && checkpoints) from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
             detail::store_replay& s = j.stores.emplace_back(*port, *log, from, *registry_, j.t->id());
-            if (!(standby ? checked(j, s, s.follow(b)) : checked(j, s, s.open_to_end(false, b)))) break;
+            if (!(standby ? follow(j, s, b) : open_to_end(j, s, b))) break;
             if (!standby) report(restore_event::phase::start, *j.t, s.progress);
         }
         if (!standby) publish_progress(j);
@@ -271,11 +271,16 @@ private:
     /// with an error (restoring nothing would hide the loss, and the task's
     /// folder is the user's to delete); a standby is marked lost, to be rebuilt.
     /// @returns false when the standby is lost
-    bool open_to_end(job& j, detail::store_replay& s) { return checked(j, s, s.open_to_end(j.standby)); }
+    /// `known`: the changelog's bounds looked up with the task's others (bounds_of), or null.
+    bool open_to_end(job& j, detail::store_replay& s, const kafka::partition_bounds* known = nullptr) {
+        return checked(j, s, s.open_to_end(j.standby, known));
+    }
 
     /// A standby's first look: its replay follows the changelog from then on.
     /// @returns false when the standby is lost
-    bool follow(job& j, detail::store_replay& s) { return checked(j, s, s.follow()); }
+    bool follow(job& j, detail::store_replay& s, const kafka::partition_bounds* known = nullptr) {
+        return checked(j, s, s.follow(known));
+    }
 
     bool checked(job& j, detail::store_replay& s, const detail::store_replay::bounds& b) {
         if (!b.stale()) return true;
