@@ -166,7 +166,6 @@ private:
     void run() {
         std::optional<clock::time_point> idle_until;
         for (;;) {
-            std::pair<std::shared_ptr<task>, bool> next;
             {
                 std::unique_lock lock(mutex_);
                 const auto ready = [&] {
@@ -176,17 +175,9 @@ private:
                 if (idle_until) wake_.wait_until(lock, *idle_until, ready);
                 else wake_.wait(lock, ready);
                 if (stopping_) return;
-                if (!pending_.empty()) {
-                    next = std::move(pending_.front());
-                    pending_.erase(pending_.begin());
-                    current_ = next.first.get();
-                }
             }
             try {
-                if (next.first) {
-                    start(std::move(next.first), next.second);
-                    release_current();
-                }
+                start_pending();
                 idle_until = step();
             } catch (...) {
                 const std::lock_guard lock(mutex_);
@@ -197,6 +188,41 @@ private:
             }
         }
     }
+
+    /// Starts waiting tasks until none is left or `max_open_replays` active
+    /// replays are open, before any is read. A replay is fetched from when
+    /// it is opened and waits for its first records only when its first
+    /// slice is read (store_replay), so replays opened together come in the
+    /// same fetches. Started and read one task at a time, every store of a
+    /// restart waited for a fetch of its own: 1,000 tasks of ten small
+    /// stores took 54 s, 5 ms a store. The bound keeps what librdkafka
+    /// queues for open replays in check.
+    void start_pending() {
+        for (;;) {
+            std::pair<std::shared_ptr<task>, bool> next;
+            {
+                const std::lock_guard lock(mutex_);
+                if (stopping_ || pending_.empty()) return;
+                next = std::move(pending_.front());
+                pending_.erase(pending_.begin());
+                current_ = next.first.get();
+            }
+            start(std::move(next.first), next.second);
+            release_current();
+            if (open_active_replays() >= max_open_replays) return;
+        }
+    }
+
+    /// Replays of active tasks' stores open and not read to their end.
+    [[nodiscard]] std::size_t open_active_replays() const {
+        std::size_t n = 0;
+        for (const job& j : jobs_)
+            if (!j.standby)
+                for (const detail::store_replay& s : j.stores) n += s.open() && !s.finished() ? 1 : 0;
+        return n;
+    }
+
+    static constexpr std::size_t max_open_replays = 64;
 
     /// Marks the task in hand as let go of, answering a cancel that waits for it.
     void release_current() {

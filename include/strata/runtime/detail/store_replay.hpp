@@ -108,6 +108,13 @@ public:
     };
     applied apply_slice(std::mutex& task_mutex, std::size_t slice_records, bool standby) {
         applied a;
+        if (!source_->begun) {
+            // Only now: beginning waits for the first fetch, and a task's
+            // replays opened together are fetched together (opened and
+            // begun one by one, each store waited for a fetch of its own).
+            source_->it = source_->range.begin();
+            source_->begun = true;
+        }
         auto& it = source_->it;
         if (following_ && it == std::default_sentinel) (void)source_->range.poll();
         {
@@ -225,14 +232,15 @@ private:
     }
 
     /// The replay of one changelog partition, held still in memory (its
-    /// iterator points into it).
+    /// iterator points into it). Made, it is being fetched; its iterator
+    /// begins with the first slice.
     struct replay {
         replay(kafka::changelog& log, offset_t from, bool follow, const kafka::partition_bounds* known)
             : range(known != nullptr ? (follow ? log.follow(from, *known) : log.replay(from, *known))
-                                     : (follow ? log.follow(from) : log.replay(from))),
-              it(range.begin()) {}
+                                     : (follow ? log.follow(from) : log.replay(from))) {}
         kafka::changelog::replay_range range;
         kafka::changelog::replay_range::iterator it;
+        bool begun = false;
     };
 
     store_port* port_;
