@@ -318,6 +318,7 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
         CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::aborted);
         CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "abort", "begin"});
         CHECK(f.port.committed.empty());
+        CHECK(c.failed_tasks().empty());  // one transaction: every task is rebuilt
         CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
         CHECK(f.t0.uncommitted == 5);
     }
@@ -375,6 +376,57 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
         CHECK(c.commit(std::vector<fake_task*>{&f.t0}) == commit_outcome::aborted);
         CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "flush output", "settle"});
         CHECK(f.port.committed.empty());
+    }
+    SECTION("at-least-once: one task's changelog records failed, the others' landed: their work is committed and "
+            "only the failed task is to be rebuilt") {
+        fixture f(false);
+        committer c = f.make();
+        c.keep_lease();
+        f.port.calls.clear();
+        f.port.committed.clear();
+        f.t0.uncommitted = 5;
+        f.t0.flush_fails = true;
+        f.t1.next_offsets = {20, -1};
+        f.t1.uncommitted = 3;
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::committed);
+        CHECK(f.port.calls ==
+              std::vector<std::string>{"flush stores 0", "flush stores 1", "flush output", "settle", "commit to group"});
+        REQUIRE(f.port.committed.size() == 1);
+        REQUIRE(f.port.committed[0].size() == 1);  // t1's offset, not t0's
+        CHECK(f.port.committed[0][0].partition == 1);
+        CHECK(f.port.committed[0][0].offset == 20);
+        CHECK(c.failed_tasks() == std::vector<std::int32_t>{0});
+        CHECK(c.last_failure().find("not acknowledged") != std::string::npos);
+        CHECK(f.t0.uncommitted == 5);
+        CHECK(f.t1.uncommitted == 0);
+        CHECK(f.count("strata_instance_commits_failed_total", {{"instance", "a"}}) == 1);
+        CHECK(f.count("strata_task_commits_total", {{"task", "0"}}) == 0);
+        CHECK(f.count("strata_task_commits_total", {{"task", "1"}}) == 1);
+
+        // The next commit starts with no failed task.
+        f.port.calls.clear();
+        f.t0.flush_fails = false;
+        f.t1.uncommitted = 1;
+        CHECK(c.commit(std::vector<fake_task*>{&f.t1}) == commit_outcome::committed);
+        CHECK(c.failed_tasks().empty());
+    }
+    SECTION("at-least-once: every task's records failed, or an output's as well: nothing committed, every task to "
+            "be rebuilt") {
+        fixture f(false);
+        committer c = f.make();
+        c.keep_lease();
+        f.port.calls.clear();
+        f.port.committed.clear();
+        f.t0.uncommitted = 5;
+        f.t0.flush_fails = true;
+        f.t1.next_offsets = {20, -1};
+        f.t1.uncommitted = 3;
+        SECTION("an output too") { f.port.output_fails = true; }
+        SECTION("both tasks") { f.t1.flush_fails = true; }
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::aborted);
+        CHECK(f.port.committed.empty());
+        CHECK(c.failed_tasks().empty());  // aborted: the caller rebuilds them all
+        CHECK(f.t1.uncommitted == 3);
     }
     SECTION("at-least-once, a producer whose queue does not settle: the error stands") {
         fixture f(false);

@@ -163,6 +163,24 @@ TEST_CASE("task manager: after an aborted transaction every running task restore
     CHECK(f.tasks_in("running") == 0);
 }
 
+TEST_CASE("task manager: after at-least-once writes of some tasks failed, only those restore anew",
+          "[runtime][task_manager]") {
+    fixture f;
+    f.run(0);
+    f.run(1);
+    f.run(2);
+    f.host.calls.clear();
+    int prepared = 0;
+    f.m.rebuild_running([&](fake_task&) { ++prepared; }, [](std::int32_t p) { return p == 1; });
+    CHECK(f.host.calls == calls{"close 1#2", "unassign 1#2", "dispose 1#2", "make 1#4", "restore 1#4"});
+    CHECK(prepared == 1);
+    CHECK(f.m.active().at(0)->state() == task_state::running);
+    CHECK(f.m.active().at(1)->state() == task_state::restoring);
+    CHECK(f.m.active().at(2)->state() == task_state::running);
+    CHECK(f.tasks_in("restoring") == 1);
+    CHECK(f.tasks_in("running") == 2);
+}
+
 TEST_CASE("task manager: losing the membership lets go of the active tasks and keeps the standbys",
           "[runtime][task_manager]") {
     fixture f;

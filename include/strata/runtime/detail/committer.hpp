@@ -33,7 +33,10 @@
 ///   (another instance owns the work now).
 /// - Under either, a write that failed ends the commit the same way:
 ///   nothing is committed and the tasks are rebuilt
-///   (recover_from_failed_write).
+///   (recover_from_failed_write); except that under at-least-once a
+///   changelog's failed records concern its task alone: the other tasks'
+///   work is committed, and only the tasks whose writes failed are
+///   rebuilt (failed_tasks()).
 
 #include <strata/core/error.hpp>
 #include <strata/metrics/registry.hpp>
@@ -205,15 +208,40 @@ public:
         for (const T* t : ts) work = work || t->uncommitted != 0;
         if (!work) return commit_outcome::nothing_to_commit;
         const time_point start = o_.now();
+        failed_.clear();
+        std::vector<T*> flushed;  // the tasks whose writes all landed
+        flushed.reserve(ts.size());
+        std::exception_ptr failure;  // the first of some tasks' failed writes
         try {
-            for (T* t : ts) t->flush_stores();
+            for (T* t : ts) {
+                try {
+                    t->flush_stores();
+                    flushed.push_back(t);
+                } catch (...) {
+                    // At-least-once, the records a changelog failed to
+                    // deliver are its task's alone: the other tasks' writes
+                    // landed, and their work is committed. Rebuilding every
+                    // task for one record that timed out turned a busy
+                    // broker into rebuilds of all an instance's tasks, one
+                    // after another (1,000 tasks, docs/benchmarks-runtime.md).
+                    if (o_.exactly_once || !caused_by<changelog_error>(std::current_exception())) throw;
+                    if (!failure) failure = std::current_exception();
+                    failed_.push_back(t->partition());
+                }
+            }
+            if (failure && flushed.empty()) std::rethrow_exception(failure);
             if (!o_.exactly_once) port_->flush_output();
         } catch (...) {
+            failed_.clear();  // every task is rebuilt
             if (!recover_from_failed_write(std::current_exception())) throw;
             last_failure_ = message_of(std::current_exception());
             return commit_outcome::aborted;
         }
-        const std::vector<offset_to_commit> offsets = offsets_of(ts);
+        if (failure) {
+            if (!recover_from_failed_write(failure)) std::rethrow_exception(failure);
+            last_failure_ = message_of(failure);
+        }
+        const std::vector<offset_to_commit> offsets = offsets_of(flushed);
         if (!o_.exactly_once) {
             if (!offsets.empty()) {
                 const time_point sent = o_.now();
@@ -247,7 +275,7 @@ public:
             for (T* t : ts) t->commit_self_checkpointing_stores();
         }
         const double seconds = std::chrono::duration<double>(o_.now() - start).count();
-        for (T* t : ts) {
+        for (T* t : flushed) {
             t->uncommitted = 0;
             const metrics::labels l{{"task", std::string(t->id())}};
             registry_->counter_for("strata_task_commits_total", "Commits of a task", l).inc();
@@ -277,6 +305,12 @@ public:
     }
 
     [[nodiscard]] const lease& current_lease() const noexcept { return lease_; }
+
+    /// @brief At-least-once: the tasks (by partition) whose changelog writes
+    /// failed in the last commit while the others' landed. Their work was
+    /// not committed: the caller rebuilds them alone, whatever the commit
+    /// returned (a commit that returns `aborted` rebuilds every task instead).
+    [[nodiscard]] const std::vector<std::int32_t>& failed_tasks() const noexcept { return failed_; }
 
     /// @brief What made the last commit that returned `aborted` fail.
     [[nodiscard]] const std::string& last_failure() const noexcept { return last_failure_; }
@@ -335,6 +369,7 @@ private:
 
     lease lease_;
     std::string last_failure_;  // why the last aborted commit failed
+    std::vector<std::int32_t> failed_;  // see failed_tasks()
     time_point next_lease_try_{};
     bool held_ = false;  // the lease was valid when keep_lease() last looked
 };

@@ -46,6 +46,7 @@
 #include <strata/runtime/queries.hpp>
 #include <strata/runtime/task.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -422,6 +423,8 @@ private:
     void commit(const std::vector<task*>& ts) {
         if (s_->committer.commit(ts) == detail::commit_outcome::aborted)
             rebuild_after_failed_write("a commit failed (" + s_->committer.last_failure() + ")");
+        else if (const std::vector<std::int32_t>& failed = s_->committer.failed_tasks(); !failed.empty())
+            rebuild_tasks_after_failed_write(failed);
     }
 
     /// The commit of a stop. A producer fenced meanwhile (another instance
@@ -459,6 +462,23 @@ private:
                      " running task(s) are rebuilt from their changelogs and process their inputs again from the "
                      "last commit" + bound);
         tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
+    }
+
+    /// At-least-once: the tasks whose changelog writes failed in a commit
+    /// that committed the others' work are rebuilt alone.
+    void rebuild_tasks_after_failed_write(const std::vector<std::int32_t>& failed) {
+        std::string which;
+        for (const std::int32_t p : failed) which += (which.empty() ? "" : ", ") + std::to_string(p);
+        config_.warn("instance " + config_.instance_id + ": a commit failed for task(s) " + which + " (" +
+                     s_->committer.last_failure() +
+                     "); they are rebuilt from their changelogs and process their inputs again from their last "
+                     "commit, the other running tasks committed (under at-least-once a record not acknowledged "
+                     "within " +
+                     std::to_string(detail::at_least_once_delivery_bound(config_).count()) +
+                     " ms fails: a third of liveness_timeout, a fifth of session_timeout; raise them if the broker "
+                     "is often slower)");
+        tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); },
+                                [&](std::int32_t p) { return std::find(failed.begin(), failed.end(), p) != failed.end(); });
     }
 
     /// In a handler: a write that failed, or that the lease refused, has the

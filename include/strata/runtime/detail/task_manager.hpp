@@ -179,12 +179,12 @@ public:
         set_changed_ = true;
     }
 
-    /// @brief After an aborted transaction: every running task is replaced
-    /// by a new one that restores from its changelogs and resumes from the
-    /// committed offsets.
-    void rebuild_running(const prepare_fn& prepare) {
+    /// @brief After an aborted transaction: every running task (or those
+    /// `which` names by partition) is replaced by a new one that restores
+    /// from its changelogs and resumes from the committed offsets.
+    void rebuild_running(const prepare_fn& prepare, const std::function<bool(std::int32_t)>& which = {}) {
         for (auto& [p, t] : active_) {
-            if (t->state() != task_state::running) continue;
+            if (t->state() != task_state::running || (which && !which(p))) continue;
             close(*t, false);
             host_->unassign_inputs(*t);  // assigned again, at the committed offsets, once rebuilt
             host_->dispose(std::move(t));
