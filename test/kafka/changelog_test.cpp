@@ -205,6 +205,9 @@ TEST_CASE("kafka::changelog: changelogs of many partitions share one reader, and
     std::size_t n = 0;
     for (const strata::record_view r : logs[2].replay(1, b[2])) n += r.offset < 3 ? 1 : 100;
     CHECK(n == 2);  // offsets 1 and 2: the late record is past the bounds it was given
+    // The ends alone, asked at once, in the order asked.
+    CHECK(kafka::list_end_offsets(shared->lookups(), asked, std::chrono::seconds(10)) ==
+          std::vector<std::int64_t>{4, 1, 4});
     // A partition the topic does not have fails the lookup, naming it, once
     // the request timeout ran out (a new partition may take a moment to appear).
     auto brief = kafka_test::log_options(topic);

@@ -269,14 +269,12 @@ inline std::pair<rd_kafka_resp_err_t, std::size_t> list_offsets(
 }
 }  // namespace detail
 
-/// @brief The bounds of many partitions at once (see list_bounds): two
-/// requests to each leader, not two per partition. An instance that starts
-/// a task of ten logged stores asks once for the ten.
-/// @returns the bounds in the order of `partitions`
-/// @throws kafka::error as list_bounds, for the first partition that fails
+namespace detail {
+/// list_bounds_of, or with `with_start` false only the ends (one request to
+/// each leader, not two; the bounds' starts are then their ends).
 inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
                                                     const std::vector<std::pair<std::string, std::int32_t>>& partitions,
-                                                    std::chrono::milliseconds timeout) {
+                                                    std::chrono::milliseconds timeout, bool with_start) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const auto left = [&] {
         return timeout_ms(
@@ -285,22 +283,49 @@ inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
     const int attempt = std::max(1000, timeout_ms(timeout) / 4);
     std::vector<std::int64_t> starts, ends;
     for (;;) {
-        auto [err, failed] = detail::list_offsets(rk, partitions, RD_KAFKA_OFFSET_BEGINNING, std::min(attempt, left()), starts);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-            std::tie(err, failed) = detail::list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, std::min(attempt, left()), ends);
+        std::pair<rd_kafka_resp_err_t, std::size_t> r{RD_KAFKA_RESP_ERR_NO_ERROR, 0};
+        if (with_start) r = list_offsets(rk, partitions, RD_KAFKA_OFFSET_BEGINNING, std::min(attempt, left()), starts);
+        if (r.first == RD_KAFKA_RESP_ERR_NO_ERROR)
+            r = list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, std::min(attempt, left()), ends);
+        const auto [err, failed] = r;
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             std::vector<partition_bounds> out;
             out.reserve(partitions.size());
-            for (std::size_t i = 0; i < partitions.size(); ++i) out.push_back({starts[i], ends[i]});
+            for (std::size_t i = 0; i < partitions.size(); ++i) out.push_back({with_start ? starts[i] : ends[i], ends[i]});
             return out;
         }
         const auto& [topic, partition] = partitions.at(failed);
-        if (!detail::transient(err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
+        if (!transient(err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
-            detail::refresh_metadata(rk, topic, std::min(1000, left()));
+            refresh_metadata(rk, topic, std::min(1000, left()));
     }
+}
+}  // namespace detail
+
+/// @brief The bounds of many partitions at once (see list_bounds): two
+/// requests to each leader, not two per partition. An instance that starts
+/// a task of ten logged stores asks once for the ten.
+/// @returns the bounds in the order of `partitions`
+/// @throws kafka::error as list_bounds, for the first partition that fails
+inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
+                                                    const std::vector<std::pair<std::string, std::int32_t>>& partitions,
+                                                    std::chrono::milliseconds timeout) {
+    return detail::list_bounds_of(rk, partitions, timeout, true);
+}
+
+/// @brief The ends of many partitions at once (see list_end_offset): one
+/// request to each leader.
+/// @returns the ends in the order of `partitions`
+/// @throws kafka::error as list_bounds, for the first partition that fails
+inline std::vector<std::int64_t> list_end_offsets(rd_kafka_t* rk,
+                                                  const std::vector<std::pair<std::string, std::int32_t>>& partitions,
+                                                  std::chrono::milliseconds timeout) {
+    std::vector<std::int64_t> ends;
+    ends.reserve(partitions.size());
+    for (const partition_bounds& b : detail::list_bounds_of(rk, partitions, timeout, false)) ends.push_back(b.end);
+    return ends;
 }
 
 /// @brief The end of a partition (see list_bounds).

@@ -21,12 +21,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <librdkafka/rdkafka.h>
 
@@ -114,27 +117,31 @@ private:
     /// offset would miss what the offsets say was processed.
     void await_stable_changelogs(const task& t) {
         if (c_->guarantee != processing_guarantee::exactly_once) return;
+        std::vector<std::pair<std::string, std::int32_t>> partitions;
+        for (const auto& port : t.stores())
+            if (const kafka::changelog* log = port->changelog(); log != nullptr)
+                partitions.emplace_back(log->topic(), log->partition());
+        if (partitions.empty()) return;
         const auto deadline = clock::now() + c_->broker_timeout;
-        for (const auto& port : t.stores()) {
-            const kafka::changelog* log = port->changelog();
-            if (log == nullptr) continue;
-            for (;;) {
-                const auto left = [&] {
-                    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
-                                    std::chrono::milliseconds(100));
-                };
-                const std::int64_t stable =
-                    kafka::list_end_offset(offsets_.get(), log->topic(), log->partition(), left());
-                const std::int64_t high =
-                    kafka::list_end_offset(uncommitted_.get(), log->topic(), log->partition(), left());
-                if (stable >= high) break;
-                if (clock::now() > deadline)
-                    throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " + log->topic() +
-                                          "[" + std::to_string(log->partition()) + "] stayed open for " +
-                                          std::to_string(c_->broker_timeout.count()) +
-                                          " ms after its writer let go of the task or was fenced");
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            }
+        const auto left = [&] {
+            return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+                            std::chrono::milliseconds(100));
+        };
+        // The task's changelogs together: one request for the stable ends and
+        // one for the high watermarks, not two per store (an instance
+        // restarting 1,000 tasks of ten stores spent 13 ms a task here).
+        for (;;) {
+            const std::vector<std::int64_t> stable = kafka::list_end_offsets(offsets_.get(), partitions, left());
+            const std::vector<std::int64_t> high = kafka::list_end_offsets(uncommitted_.get(), partitions, left());
+            std::size_t open = 0;
+            while (open < partitions.size() && stable[open] >= high[open]) ++open;
+            if (open == partitions.size()) return;
+            if (clock::now() > deadline)
+                throw changelog_error("strata::runtime: task " + t.id() + ": a transaction on " +
+                                      partitions[open].first + "[" + std::to_string(partitions[open].second) +
+                                      "] stayed open for " + std::to_string(c_->broker_timeout.count()) +
+                                      " ms after its writer let go of the task or was fenced");
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
     }
 
