@@ -1,15 +1,18 @@
 // The producer of an instance (include/strata/runtime/detail/instance_producer.hpp)
 // alone, against the broker: the delivery bound it sets under at-least-once,
-// the lease it asks before each record, settling, and renewal after fencing.
+// the lease it asks before each record, settling, and renewal after fencing;
+// and the output that sends through it, counting each task's records apart.
 
 #include "../kafka/kafka_test_support.hpp"
 
 #include <strata/kafka/error.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
+#include <strata/runtime/detail/output.hpp>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -153,4 +156,31 @@ TEST_CASE("instance producer: renewed more than 10 times within a minute, it giv
     rt::detail::instance_producer q(c);
     for (int i = 0; i < 10; ++i) q.renew(t0 + std::chrono::seconds(i));
     CHECK_NOTHROW(q.renew(t0 + 61s));
+}
+
+TEST_CASE("output: a record the broker refuses counts against the task that sent it, and a record of no task "
+          "against the instance",
+          "[runtime][producer]") {
+    const std::string topic = kafka_test::make_topic("output-tasks", 4);
+    // librdkafka lets a 2 MB record through; the broker refuses it (its
+    // max.message.bytes is 1 MB), in the delivery report.
+    auto producer = std::make_shared<strata::kafka::producer>(strata::kafka::producer_options{
+        kafka_test::bootstrap(), std::nullopt, {{"message.max.bytes", "10000000"}, {"message.timeout.ms", "10000"}}});
+    rt::detail::output out(producer);
+    const std::string small = "v", large(2'000'000, 'x');
+    out.send(topic, strata::as_bytes(std::string("a")), strata::as_bytes(small), 1, 1);
+    out.send(topic, strata::as_bytes(std::string("b")), strata::as_bytes(large), 3, 3);
+    out.send(topic, strata::as_bytes(std::string("c")), strata::as_bytes(small), 3, 2);
+    const rt::detail::output_failures f = out.flush();
+    CHECK(f.tasks == std::vector<std::int32_t>{3});
+    CHECK_THAT(f.message, Catch::Contains("of task 3") && Catch::Contains("not acknowledged"));
+
+    // Forgotten once settled: the next flush finds nothing failed.
+    out.forget_failures();
+    out.send(topic, strata::as_bytes(std::string("d")), strata::as_bytes(small), 3, 3);
+    CHECK(out.flush().tasks.empty());
+
+    // A record of no task (a dead letter) that fails fails the flush.
+    out.send(topic, strata::as_bytes(std::string("e")), strata::as_bytes(large), 0);
+    CHECK_THROWS_WITH(out.flush(), Catch::Contains("output record(s) were not acknowledged"));
 }

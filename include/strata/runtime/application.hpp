@@ -195,7 +195,8 @@ private:
                            {{"strata.error", what},
                             {"strata.topic", std::string(topic)},
                             {"strata.partition", std::to_string(m.partition)},
-                            {"strata.offset", std::to_string(m.offset)}});
+                            {"strata.offset", std::to_string(m.offset)}},
+                           m.partition);  // the task of the input partition
                 dead_lettered_->inc();
                 return;
             }

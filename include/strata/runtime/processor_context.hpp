@@ -85,19 +85,19 @@ public:
         value_buf_.clear();
         encode(key, key_buf_);
         encode(value, value_buf_);
-        out_->send(topic, key_buf_, bytes_view(value_buf_), partition);
+        out_->send(topic, key_buf_, bytes_view(value_buf_), partition, partition_);
     }
     /// @brief Sends a tombstone (a null value) for `key` to `topic`.
     template <class K>
     void emit_tombstone(std::string_view topic, const K& key, std::int32_t partition = partition_by_key) {
         key_buf_.clear();
         encode(key, key_buf_);
-        out_->send(topic, key_buf_, std::nullopt, partition);
+        out_->send(topic, key_buf_, std::nullopt, partition, partition_);
     }
     /// @brief Sends bytes as they are.
     void emit_bytes(std::string_view topic, bytes_view key, std::optional<bytes_view> value,
                     std::int32_t partition = partition_by_key) {
-        out_->send(topic, key, value, partition);
+        out_->send(topic, key, value, partition, partition_);
     }
 
     /// @brief Calls `fn(context, timestamp)` every `interval` of the given

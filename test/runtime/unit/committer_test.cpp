@@ -46,10 +46,14 @@ struct fake_port final : commit_port {
     std::chrono::milliseconds commit_takes{0};
     std::chrono::steady_clock::time_point* now = nullptr;
 
-    bool output_fails = false;  // an output record was not acknowledged
-    void flush_output() override {
+    bool output_fails = false;  // an output record of no task (a dead letter) was not acknowledged
+    std::vector<std::int32_t> output_fails_for;  // tasks an output record of which was not acknowledged
+    output_failures flush_output() override {
         calls.push_back("flush output");
         if (output_fails) throw strata::changelog_error("3 output record(s) were not acknowledged");
+        if (output_fails_for.empty()) return {};
+        return {output_fails_for, "2 output record(s) of task " + std::to_string(output_fails_for.front()) +
+                                      " were not acknowledged"};
     }
     group_answer commit_to_group(const std::vector<offset_to_commit>& o) override {
         calls.push_back("commit to group");
@@ -410,6 +414,37 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
         CHECK(c.commit(std::vector<fake_task*>{&f.t1}) == commit_outcome::committed);
         CHECK(c.failed_tasks().empty());
     }
+    SECTION("at-least-once: one task's output records failed: the others' work is committed, that task is to be "
+            "rebuilt") {
+        fixture f(false);
+        committer c = f.make();
+        c.keep_lease();
+        f.port.calls.clear();
+        f.port.committed.clear();
+        f.t0.uncommitted = 5;
+        f.t1.next_offsets = {20, -1};
+        f.t1.uncommitted = 3;
+        f.port.output_fails_for = {0};
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::committed);
+        CHECK(f.port.calls ==
+              std::vector<std::string>{"flush stores 0", "flush stores 1", "flush output", "settle", "commit to group"});
+        REQUIRE(f.port.committed.size() == 1);
+        REQUIRE(f.port.committed[0].size() == 1);
+        CHECK(f.port.committed[0][0].partition == 1);
+        CHECK(c.failed_tasks() == std::vector<std::int32_t>{0});
+        CHECK(c.last_failure().find("of task 0") != std::string::npos);
+        CHECK(f.t0.uncommitted == 5);
+        CHECK(f.t1.uncommitted == 0);
+
+        // A task whose changelog and output both failed is named once.
+        f.port.calls.clear();
+        f.port.committed.clear();
+        f.t0.flush_fails = true;
+        f.t1.uncommitted = 1;
+        CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::committed);
+        CHECK(c.failed_tasks() == std::vector<std::int32_t>{0});
+        CHECK(f.port.committed.size() == 1);
+    }
     SECTION("at-least-once: every task's records failed, or an output's as well: nothing committed, every task to "
             "be rebuilt") {
         fixture f(false);
@@ -421,8 +456,9 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
         f.t0.flush_fails = true;
         f.t1.next_offsets = {20, -1};
         f.t1.uncommitted = 3;
-        SECTION("an output too") { f.port.output_fails = true; }
+        SECTION("an output of no task too") { f.port.output_fails = true; }
         SECTION("both tasks") { f.t1.flush_fails = true; }
+        SECTION("the other task's output") { f.port.output_fails_for = {1}; }
         CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::aborted);
         CHECK(f.port.committed.empty());
         CHECK(c.failed_tasks().empty());  // aborted: the caller rebuilds them all

@@ -33,16 +33,18 @@
 ///   (another instance owns the work now).
 /// - Under either, a write that failed ends the commit the same way:
 ///   nothing is committed and the tasks are rebuilt
-///   (recover_from_failed_write); except that under at-least-once a
-///   changelog's failed records concern its task alone: the other tasks'
-///   work is committed, and only the tasks whose writes failed are
-///   rebuilt (failed_tasks()).
+///   (recover_from_failed_write); except that under at-least-once the
+///   failed records of a task's changelogs and outputs concern that task
+///   alone: the other tasks' work is committed, and only the tasks whose
+///   writes failed are rebuilt (failed_tasks()). A record sent for no task
+///   that failed rebuilds them all.
 
 #include <strata/core/error.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/detail/commit_metadata.hpp>
 #include <strata/runtime/detail/lease.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -73,12 +75,21 @@ enum class group_answer {
 /// @brief How a transaction ended that was not fenced.
 enum class transaction_end { committed, aborted };
 
+/// @brief The tasks (by partition) some of whose output records the broker
+/// did not acknowledge, and what it said of the first.
+struct output_failures {
+    std::vector<std::int32_t> tasks;
+    std::string message;
+};
+
 /// @brief What a commit needs of Kafka.
 class commit_port {
 public:
     virtual ~commit_port() = default;
-    /// At-least-once: returns once every output and changelog write is acknowledged.
-    virtual void flush_output() = 0;
+    /// At-least-once: returns once every output and changelog write is
+    /// acknowledged or failed. @returns the tasks some of whose output
+    /// records failed @throws a record of no task failed
+    virtual output_failures flush_output() = 0;
     /// At-least-once: commits `offsets` to the group, waiting a bounded
     /// time for its answer (a commit left unanswered may still land later).
     /// @throws an error other than a rebalance under way
@@ -218,19 +229,29 @@ public:
                     t->flush_stores();
                     flushed.push_back(t);
                 } catch (...) {
-                    // At-least-once, the records a changelog failed to
-                    // deliver are its task's alone: the other tasks' writes
-                    // landed, and their work is committed. Rebuilding every
-                    // task for one record that timed out turned a busy
-                    // broker into rebuilds of all an instance's tasks, one
-                    // after another (1,000 tasks, docs/benchmarks-runtime.md).
+                    // At-least-once, the records a changelog (or, below,
+                    // the output) failed to deliver are its task's alone:
+                    // the other tasks' writes landed, and their work is
+                    // committed. Rebuilding every task for one record that
+                    // timed out turned a busy broker into rebuilds of all an
+                    // instance's tasks, one after another (1,000 tasks,
+                    // docs/benchmarks-runtime.md).
                     if (o_.exactly_once || !caused_by<changelog_error>(std::current_exception())) throw;
                     if (!failure) failure = std::current_exception();
                     failed_.push_back(t->partition());
                 }
             }
             if (failure && flushed.empty()) std::rethrow_exception(failure);
-            if (!o_.exactly_once) port_->flush_output();
+            if (!o_.exactly_once) {
+                // An output record that failed is its task's too.
+                const output_failures lost = port_->flush_output();
+                for (const std::int32_t p : lost.tasks) {
+                    if (std::find(failed_.begin(), failed_.end(), p) == failed_.end()) failed_.push_back(p);
+                    std::erase_if(flushed, [&](const T* t) { return t->partition() == p; });
+                }
+                if (!lost.tasks.empty() && !failure) failure = std::make_exception_ptr(changelog_error(lost.message));
+                if (failure && flushed.empty()) std::rethrow_exception(failure);
+            }
         } catch (...) {
             failed_.clear();  // every task is rebuilt
             if (!recover_from_failed_write(std::current_exception())) throw;

@@ -38,7 +38,7 @@ public:
     /// to the group go out only under it.
     void act_for(std::string member_id) { membership_ = std::move(member_id); }
 
-    void flush_output() override { out_->flush(); }
+    output_failures flush_output() override { return out_->flush(); }
 
     group_answer commit_to_group(const std::vector<offset_to_commit>& offsets) override {
         // Not rd_kafka_commit(): librdkafka (2.0.2) waits for its answer

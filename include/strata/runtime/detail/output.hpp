@@ -9,6 +9,7 @@
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 #include <strata/kafka/producer.hpp>
+#include <strata/runtime/detail/committer.hpp>  // output_failures
 
 #include <array>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,53 +27,81 @@
 namespace strata::runtime::detail {
 
 /// @brief Sends output records and dead letters for one instance. Used on
-/// the processing thread only.
+/// the processing thread only. Each task's records are counted apart, so
+/// that a record that failed is known to be of its task: under
+/// at-least-once only that task processes its inputs again (committer.hpp).
 class output {
 public:
+    /// @brief The task of a record sent on the instance's behalf.
+    static constexpr std::int32_t no_task = -1;
+
     explicit output(std::shared_ptr<kafka::producer> p) : producer_(std::move(p)), tracker_(&producer_->new_tracker()) {}
 
-    /// @brief Queues one record; `value` nullopt is a tombstone. With
-    /// RD_KAFKA_PARTITION_UA (`partition_by_key`, processor_context.hpp),
-    /// the partition is murmur2 of the key, as Kafka's Java producer (and so
-    /// Kafka Streams) computes it.
+    /// @brief Queues one record of `task`; `value` nullopt is a tombstone.
+    /// With RD_KAFKA_PARTITION_UA (`partition_by_key`,
+    /// processor_context.hpp), the partition is murmur2 of the key, as
+    /// Kafka's Java producer (and so Kafka Streams) computes it.
     void send(std::string_view topic, bytes_view key, std::optional<bytes_view> value,
-              std::int32_t partition = RD_KAFKA_PARTITION_UA) {
-        producer_->produce(handle(topic), partition, key, value, *tracker_);
+              std::int32_t partition = RD_KAFKA_PARTITION_UA, std::int32_t task = no_task) {
+        producer_->produce(handle(topic), partition, key, value, tracker_of(task));
         ++sent_;
     }
 
-    /// @brief Queues a record with headers.
+    /// @brief Queues a record of `task` with headers.
     void send(std::string_view topic, bytes_view key, std::optional<bytes_view> value, std::int32_t partition,
-              const std::vector<std::pair<std::string, std::string>>& headers) {
-        producer_->produce(handle(topic), partition, key, value, *tracker_, headers);
+              const std::vector<std::pair<std::string, std::string>>& headers, std::int32_t task = no_task) {
+        producer_->produce(handle(topic), partition, key, value, tracker_of(task), headers);
         ++sent_;
     }
 
-    /// @brief Waits until the broker acknowledged every record sent.
-    /// @throws kafka::error a record was not acknowledged (after librdkafka's
-    ///         retries, within `message.timeout.ms`)
-    void flush() {
+    /// @brief Waits until the broker acknowledged or failed every record
+    /// sent. @returns the tasks some of whose records failed
+    /// @throws kafka::error a record sent for no task failed
+    output_failures flush() {
         producer_->wait(*tracker_);
+        output_failures out;
+        for (auto& [task, t] : tasks_) {
+            producer_->wait(*t);
+            if (!t->has_failed()) continue;
+            if (out.tasks.empty())
+                out.message = kafka::error(std::to_string(t->failed) + " output record(s) of task " +
+                                               std::to_string(task) + " were not acknowledged",
+                                           t->first_error, t->first_error_text)
+                                  .what();
+            out.tasks.push_back(task);
+        }
         if (tracker_->has_failed())
             throw kafka::error(std::to_string(tracker_->failed) + " output record(s) were not acknowledged",
                                tracker_->first_error, tracker_->first_error_text);
+        return out;
     }
 
     /// @brief Counts from here, forgetting records that failed: their work
     /// was given up (its tasks were rebuilt, to process it again). Call it
     /// only once nothing sent before is still on its way.
-    void forget_failures() { tracker_ = &producer_->new_tracker(); }
+    void forget_failures() {
+        tracker_ = &producer_->new_tracker();
+        // Nothing is on its way: each task's count starts again in place
+        // (a tracker made anew after each failure would pile up, one per
+        // task, in the producer that keeps them).
+        for (auto& [task, t] : tasks_) {
+            t->failed = 0;
+            t->first_error = RD_KAFKA_RESP_ERR_NO_ERROR;
+            t->first_error_text.clear();
+        }
+    }
 
     /// @brief Sends through another producer from now on (the instance's
     /// was fenced and made anew). What the old one had queued is its own.
     void rebind(std::shared_ptr<kafka::producer> p) {
         topics_.clear();  // handles of the old producer, destroyed while it lives
+        tasks_.clear();
+        last_task_ = no_task;
         producer_ = std::move(p);
         tracker_ = &producer_->new_tracker();
     }
 
     [[nodiscard]] std::uint64_t sent() const noexcept { return sent_; }
-    [[nodiscard]] const kafka::delivery_tracker& delivered() const noexcept { return *tracker_; }
 
 private:
     rd_kafka_topic_t* handle(std::string_view topic) {
@@ -94,8 +124,21 @@ private:
         return topics_.emplace(std::string(topic), std::move(t)).first->second.get();
     }
 
+    kafka::delivery_tracker& tracker_of(std::int32_t task) {
+        if (task == no_task) return *tracker_;
+        if (task == last_task_) return *last_tracker_;  // a task's records come in runs
+        kafka::delivery_tracker*& t = tasks_[task];
+        if (t == nullptr) t = &producer_->new_tracker();
+        last_task_ = task;
+        last_tracker_ = t;
+        return *t;
+    }
+
     std::shared_ptr<kafka::producer> producer_;
-    kafka::delivery_tracker* tracker_;
+    kafka::delivery_tracker* tracker_;                            // records of no task
+    std::unordered_map<std::int32_t, kafka::delivery_tracker*> tasks_;  // each task's, made on its first record
+    std::int32_t last_task_ = no_task;                    // the task tracker_of found last
+    kafka::delivery_tracker* last_tracker_ = nullptr;
     std::map<std::string, kafka::unique_topic, std::less<>> topics_;
     std::uint64_t sent_ = 0;
 };
