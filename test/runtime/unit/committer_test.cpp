@@ -97,6 +97,16 @@ struct fixture {
     }
     committer_options o;
     committer make() { return committer(o, port, reg); }
+    /// At-least-once, within the lease: both tasks have work to commit
+    /// (t0 5 records, t1 3 records up to in[1]@20), nothing recorded yet.
+    void two_tasks_with_work(committer& c) {
+        c.keep_lease();
+        port.calls.clear();
+        port.committed.clear();
+        t0.uncommitted = 5;
+        t1.next_offsets = {20, -1};
+        t1.uncommitted = 3;
+    }
     std::uint64_t count(const char* name, strata::metrics::labels l) { return reg.counter_for(name, "", l).value(); }
 };
 
@@ -385,13 +395,8 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
             "only the failed task is to be rebuilt") {
         fixture f(false);
         committer c = f.make();
-        c.keep_lease();
-        f.port.calls.clear();
-        f.port.committed.clear();
-        f.t0.uncommitted = 5;
+        f.two_tasks_with_work(c);
         f.t0.flush_fails = true;
-        f.t1.next_offsets = {20, -1};
-        f.t1.uncommitted = 3;
         CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::committed);
         CHECK(f.port.calls ==
               std::vector<std::string>{"flush stores 0", "flush stores 1", "flush output", "settle", "commit to group"});
@@ -418,12 +423,7 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
             "rebuilt") {
         fixture f(false);
         committer c = f.make();
-        c.keep_lease();
-        f.port.calls.clear();
-        f.port.committed.clear();
-        f.t0.uncommitted = 5;
-        f.t1.next_offsets = {20, -1};
-        f.t1.uncommitted = 3;
+        f.two_tasks_with_work(c);
         f.port.output_fails_for = {0};
         CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}) == commit_outcome::committed);
         CHECK(f.port.calls ==
@@ -449,13 +449,8 @@ TEST_CASE("committer: a write that failed ends the commit with nothing committed
             "be rebuilt") {
         fixture f(false);
         committer c = f.make();
-        c.keep_lease();
-        f.port.calls.clear();
-        f.port.committed.clear();
-        f.t0.uncommitted = 5;
+        f.two_tasks_with_work(c);
         f.t0.flush_fails = true;
-        f.t1.next_offsets = {20, -1};
-        f.t1.uncommitted = 3;
         SECTION("an output of no task too") { f.port.output_fails = true; }
         SECTION("both tasks") { f.t1.flush_fails = true; }
         SECTION("the other task's output") { f.port.output_fails_for = {1}; }
