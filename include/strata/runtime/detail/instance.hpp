@@ -464,8 +464,8 @@ private:
         tasks_->rebuild_running([](task& t) { t.timeline.assigned_ms = wall_clock_ms(); });
     }
 
-    /// At-least-once: the tasks whose changelog writes failed in a commit
-    /// that committed the others' work are rebuilt alone.
+    /// At-least-once: the tasks whose changelog or output records failed in
+    /// a commit that committed the others' work are rebuilt alone.
     void rebuild_tasks_after_failed_write(const std::vector<std::int32_t>& failed) {
         std::string which;
         for (const std::int32_t p : failed) which += (which.empty() ? "" : ", ") + std::to_string(p);

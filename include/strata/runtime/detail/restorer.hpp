@@ -196,8 +196,11 @@ private:
     /// same fetches. Started and read one task at a time, every store of a
     /// restart waited for a fetch of its own: 1,000 tasks of ten small
     /// stores took 54 s, 5 ms a store. The bound keeps what librdkafka
-    /// queues for open replays in check.
+    /// queues for open replays in check; standbys opened count towards it
+    /// too, so that thousands of them waiting do not hold up the slices of
+    /// the tasks started already.
     void start_pending() {
+        std::size_t standby_replays = 0;  // opened by this call
         for (;;) {
             std::pair<std::shared_ptr<task>, bool> next;
             {
@@ -207,9 +210,12 @@ private:
                 pending_.erase(pending_.begin());
                 current_ = next.first.get();
             }
-            start(std::move(next.first), next.second);
+            const bool standby = next.second;
+            const std::size_t jobs_before = jobs_.size();
+            start(std::move(next.first), standby);
             release_current();
-            if (open_active_replays() >= max_open_replays) return;
+            if (standby && jobs_.size() > jobs_before) standby_replays += jobs_.back().stores.size();
+            if (open_active_replays() + standby_replays >= max_open_replays) return;
         }
     }
 

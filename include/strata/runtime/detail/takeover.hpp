@@ -98,7 +98,7 @@ private:
             o.extra = c_->producer_settings;
             o.transactional_id = f.transactional_id;
             o.extra["transaction.timeout.ms"] = std::to_string(c_->transaction_timeout.count());
-            { const kafka::exactly_once fence(std::move(o), c_->broker_timeout); }
+            fence(o);
             registry_->histogram_for("strata_instance_fence_seconds",
                                      "Time to fence the producer of an instance that may still write for a task",
                                      {{"instance", c_->instance_id}})
@@ -106,6 +106,38 @@ private:
             const std::lock_guard lock(mutex_);
             fenced_.insert(f.incarnation);
         }
+    }
+
+    /// Initializes transactions with the predecessor's transactional id.
+    /// The first InitProducerId aborts the transaction it left open, and the
+    /// broker answers it CONCURRENT_TRANSACTIONS while it writes the abort
+    /// markers (a few milliseconds); librdkafka 2.0.2 then asks again only
+    /// after a fixed 500 ms (rd_kafka_idemp_pid_timer_restart, not a
+    /// setting), which was half of a failover under exactly-once. So the
+    /// first tries are short, each with a client of its own: a client made
+    /// after the abort began is answered at once. A try that timed out may
+    /// have fenced already; another fences again, which is harmless.
+    void fence(const kafka::producer_options& o) {
+        const auto deadline = clock::now() + c_->broker_timeout;
+        for (const std::chrono::milliseconds attempt : {std::chrono::milliseconds(100), std::chrono::milliseconds(250)}) {
+            if (clock::now() + attempt >= deadline) break;
+            try {
+                const kafka::exactly_once fenced(o, attempt);
+                return;
+            } catch (const kafka::error& e) {
+                // librdkafka says what the broker last answered when the
+                // call's time runs out during the wait.
+                if (e.code() != RD_KAFKA_RESP_ERR__TIMED_OUT && e.code() != RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS)
+                    throw;
+                registry_->counter_for("strata_instance_fence_retries_total",
+                                       "Fences of a predecessor's producer tried again with a new client",
+                                       {{"instance", c_->instance_id}})
+                    .inc();
+            }
+        }
+        const kafka::exactly_once fenced(
+            o, std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+                        std::chrono::milliseconds(1000)));
     }
 
     /// Under exactly-once, waits until no transaction is open on the task's
