@@ -208,8 +208,7 @@ MUTANTS = [
     mutant("offsets-before-outputs", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts) {"],
            "under at-least-once, a commit sends the input offsets without waiting for the output records: an "
            "output the broker then refuses is lost, its input marked consumed",
-           [("for (T* t : ts) t->flush_stores(); if (!o_.exactly_once) port_->flush_output();",
-             "for (T* t : ts) t->flush_stores();")],
+           [("const output_failures lost = port_->flush_output();", "const output_failures lost{};")],
            tests=r"^runtime_unit_committer_test$"),
 
     # --- the runtime: fencing
