@@ -267,9 +267,7 @@ inline std::pair<rd_kafka_resp_err_t, std::size_t> list_offsets(
     }
     return {err, failed};
 }
-}  // namespace detail
 
-namespace detail {
 /// list_bounds_of, or with `with_start` false only the ends (one request to
 /// each leader, not two; the bounds' starts are then their ends).
 inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,

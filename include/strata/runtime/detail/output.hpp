@@ -80,15 +80,16 @@ public:
     /// was given up (its tasks were rebuilt, to process it again). Call it
     /// only once nothing sent before is still on its way.
     void forget_failures() {
-        tracker_ = &producer_->new_tracker();
-        // Nothing is on its way: each task's count starts again in place
-        // (a tracker made anew after each failure would pile up, one per
-        // task, in the producer that keeps them).
-        for (auto& [task, t] : tasks_) {
-            t->failed = 0;
-            t->first_error = RD_KAFKA_RESP_ERR_NO_ERROR;
-            t->first_error_text.clear();
-        }
+        // Nothing is on its way: each count starts again in place (a
+        // tracker made anew after each failure would pile up, one per task,
+        // in the producer that keeps them).
+        const auto forget = [](kafka::delivery_tracker& t) {
+            t.failed = 0;
+            t.first_error = RD_KAFKA_RESP_ERR_NO_ERROR;
+            t.first_error_text.clear();
+        };
+        forget(*tracker_);
+        for (auto& [task, t] : tasks_) forget(*t);
     }
 
     /// @brief Sends through another producer from now on (the instance's
