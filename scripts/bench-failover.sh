@@ -2,23 +2,26 @@
 # Failover times over many failovers: builds the runtime benchmark
 # (benchmarks/runtime, Release), starts a broker unless one runs, and runs
 # `runtime_bench kills` under both guarantees, for a SIGKILL and for a
-# clean stop (SIGTERM): three instances with one standby each over an input
-# written at a steady rate; again and again, once the group is at rest, one
-# instance (in turn) is killed or stopped, the driver waits until every
-# task it owned processed a record on another instance, and starts it
-# again. Prints a Markdown table (median, p99 and maximum of the time from
+# clean stop (SIGTERM) and for a network partition of one instance (each
+# instance runs in a network namespace of its own, reaching the broker
+# through a TCP proxy on loopback that stalls to cut it off; root and
+# iproute2): three instances with one standby each over an input written at
+# a steady rate; again and again, once the group is at rest, one instance
+# (in turn) is killed, stopped or cut off, the driver waits until every task
+# it owned processed a record on another instance, and starts it again (or
+# heals its network). Prints a Markdown table (median, p99 and maximum of the time from
 # the signal to the last of the instance's tasks processing again, and the
 # phases of that last task); raw JSON lines go to
 # build-bench/results/failover/.
 #
-# Usage: scripts/bench-failover.sh [--kills 20] [--how "kill stop"]
+# Usage: scripts/bench-failover.sh [--kills 20] [--how "kill stop partition"]
 #                                  [--guarantees "at_least_once exactly_once"]
 set -euo pipefail
 repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_dir}"
 
 kills=20
-hows="kill stop"
+hows="kill stop partition"
 guarantees="at_least_once exactly_once"
 while (($#)); do
   case "$1" in
@@ -69,7 +72,8 @@ for r in rows:
         return round(statistics.median(v)) if v else "-"
     verdict = "complete" if r["output_missing"] == 0 else f"{r['output_missing']:,} input records lost"
     verdict += f", {r['output_duplicates']:,} duplicates, {r['output_wrong_values']:,} wrong values"
-    print(f"| {g} | {'SIGKILL' if r['how'] == 'kill' else 'SIGTERM'} | {len(done)} of {len(r['failovers'])} "
+    signal = {"kill": "SIGKILL", "stop": "SIGTERM", "partition": "partition"}[r["how"]]
+    print(f"| {g} | {signal} | {len(done)} of {len(r['failovers'])} "
           f"| {r['total_median_ms']:,} | {r['total_p99_ms']:,} | {r['total_max_ms']:,} | {med('detection_ms')} "
           f"| {med('assignment_ms')} | {med('restore_ms')} | {med('first_record_ms')} | {verdict} |")
 PY

@@ -32,6 +32,7 @@
 // milliseconds since the epoch; the driver uses the same clock for its own.
 
 #include "support/driver.hpp"
+#include "support/own_network.hpp"  // test/support
 
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/handles.hpp>
@@ -71,6 +72,9 @@
 
 #ifndef RUNTIME_BENCH_CEILING
 #define RUNTIME_BENCH_CEILING "ceiling_app"
+#endif
+#ifndef RUNTIME_BENCH_PROXY
+#define RUNTIME_BENCH_PROXY "test/support/tcp_proxy.py"
 #endif
 #ifndef RUNTIME_BENCH_APP
 #define RUNTIME_BENCH_APP "aggregate_app"
@@ -319,6 +323,7 @@ struct system_options {
     std::uint64_t cache_bytes = 10u << 20;  // Kafka Streams' statestore.cache.max.bytes
     std::uint64_t stores = 1;               // logged stores a task: 1, or 10 (aggregate_app --ten-stores)
     std::uint64_t liveness_ms = 0;          // strata's liveness_timeout; 0: its default (600 ms)
+    std::uint64_t threads = 1;              // processing threads (strata, the ceiling; Kafka Streams' stream threads)
     std::string application_id, input, output;
 
     explicit system_options(const args& a)
@@ -327,7 +332,8 @@ struct system_options {
           guarantee(a.str("guarantee", "at_least_once")),
           session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
           standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)), stores(a.num("stores", 1)),
-          liveness_ms(a.num("liveness-ms", 0)) {
+          liveness_ms(a.num("liveness-ms", 0)), threads(a.num("threads", 1)) {
+        if (threads < 1) throw std::invalid_argument("--threads is at least 1");
         if (stores != 1 && stores != 10) throw std::invalid_argument("--stores is 1 or 10");
         if (system != "strata" && system != "kafka-streams" && system != "ceiling")
             throw std::invalid_argument("--system is strata, kafka-streams or ceiling");
@@ -346,7 +352,7 @@ struct system_options {
     [[nodiscard]] std::vector<std::string> argv(const std::string& instance, const fs::path& state) const {
         if (system == "ceiling")
             return {ceiling_path, "--bootstrap", bootstrap, "--app", application_id, "--input", input,
-                    "--output", output, "--commit-ms", std::to_string(commit_ms)};
+                    "--output", output, "--commit-ms", std::to_string(commit_ms), "--threads", std::to_string(threads)};
         if (strata()) {
             std::vector<std::string> v = {app_path,    "--bootstrap",  bootstrap,          "--app",
                                           application_id, "--input",   input,              "--output",
@@ -356,6 +362,8 @@ struct system_options {
                                           std::to_string(transaction_ms), "--standbys", std::to_string(standbys)};
             if (guarantee == "exactly_once") v.emplace_back("--exactly-once");
             if (stores == 10) v.emplace_back("--ten-stores");
+            v.emplace_back("--threads");
+            v.emplace_back(std::to_string(threads));
             if (liveness_ms != 0) {
                 v.emplace_back("--liveness-ms");
                 v.emplace_back(std::to_string(liveness_ms));
@@ -374,7 +382,8 @@ struct system_options {
                 "--session-ms",  std::to_string(session_ms),
                 "--commit-ms",   std::to_string(commit_ms),
                 "--transaction-ms", std::to_string(transaction_ms),
-                "--cache-bytes", std::to_string(cache_bytes)};
+                "--cache-bytes", std::to_string(cache_bytes),
+                "--threads",     std::to_string(threads)};
     }
 
     void describe(json& j) const {
@@ -385,6 +394,7 @@ struct system_options {
             .put("transaction_ms", transaction_ms)
             .put("standbys", standbys)
             .put("stores", stores)
+            .put("threads", threads)
             .put("application_id", application_id);
         if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
         if (strata()) j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600);
@@ -702,13 +712,16 @@ struct run_space {
         if (!keep_topics) delete_topics(o.bootstrap, {o.input, o.output}, o.application_id + "-");
     }
 
-    /// `run`: a tag for the logs of a second start of the same instance.
-    std::unique_ptr<child> start(const std::string& instance, const std::string& run = "") {
+    /// `run`: a tag for the logs of a second start of the same instance;
+    /// `net`: the network namespace it runs in, if any.
+    std::unique_ptr<child> start(const std::string& instance, const std::string& run = "",
+                                 const test_support::own_network* net = nullptr) {
         const fs::path state = work / "state" / instance;
         fs::create_directories(state);
         const std::string base = o.application_id + "-" + instance + run;
-        return std::make_unique<child>(instance, o.argv(instance, state), logs / (base + ".out"),
-                                       logs / (base + ".err"));
+        std::vector<std::string> argv = o.argv(instance, state);
+        if (net != nullptr) argv = net->wrap(std::move(argv));
+        return std::make_unique<child>(instance, std::move(argv), logs / (base + ".out"), logs / (base + ".err"));
     }
 };
 
@@ -1188,11 +1201,14 @@ std::int64_t quantile(std::vector<std::int64_t> v, double q) {
 
 /// Many failovers in one run: n instances over an input written at a steady
 /// rate; again and again, once the group is at rest, one instance (a, b, c,
-/// a, ... in turn, one with no task skipped) is killed (SIGKILL) or stopped
-/// (SIGTERM), the driver waits until every task it owned processed a record
-/// on another instance, and starts it again. Per failover: the time from the
-/// signal to the last of its tasks processing again, and the phases of that
-/// last task. At the end the output is checked as in `failover`.
+/// a, ... in turn, one with no task skipped) is killed (SIGKILL), stopped
+/// (SIGTERM) or cut off from the cluster (partition: every instance runs in
+/// a network namespace of its own, see own_network), the driver waits until
+/// every task it owned processed a record on another instance, and starts it
+/// again (or, cut off, heals its network and lets it rejoin). Per failover:
+/// the time from the signal (or the cut) to the last of its tasks processing
+/// again, and the phases of that last task. At the end the output is checked
+/// as in `failover`.
 void cmd_kills(const args& a) {
     const system_options o(a);
     const std::uint64_t keys = a.num("keys", 100'000);
@@ -1203,7 +1219,9 @@ void cmd_kills(const args& a) {
     const double max_wait_s = a.real("max-wait-s", 60);
     const double drain_timeout_s = a.real("drain-timeout-s", 180);
     const int n_instances = static_cast<int>(a.num("instances", 3));
-    if (how != "kill" && how != "stop") throw std::runtime_error("--how is kill or stop");
+    if (how != "kill" && how != "stop" && how != "partition")
+        throw std::runtime_error("--how is kill, stop or partition");
+    const std::string proxy = a.str("proxy", RUNTIME_BENCH_PROXY);
     json j;
     j.put("command", "kills");
     o.describe(j);
@@ -1215,8 +1233,18 @@ void cmd_kills(const args& a) {
     (void)committed.read();
     paced_input writer(in, rate);
 
+    std::map<std::string, std::unique_ptr<test_support::own_network>> nets;  // partition: each instance's
     std::vector<std::unique_ptr<child>> cs;
-    for (int i = 0; i < n_instances; ++i) cs.push_back(space.start(std::string(1, static_cast<char>('a' + i))));
+    for (int i = 0; i < n_instances; ++i) {
+        const std::string name(1, static_cast<char>('a' + i));
+        const test_support::own_network* net = nullptr;
+        if (how == "partition")
+            net = (nets[name] = std::make_unique<test_support::own_network>(
+                       "strata-" + std::to_string(::getpid()) + "-" + name, o.bootstrap, proxy,
+                       space.logs / (o.application_id + "-" + name + ".proxy.log")))
+                      .get();
+        cs.push_back(space.start(name, "", net));
+    }
     std::vector<std::unique_ptr<child>> gone;  // the ones killed, kept for their logs
     auto check_running = [&] {
         writer.rethrow();
@@ -1260,11 +1288,15 @@ void cmd_kills(const args& a) {
         const std::int64_t kill_ms = wall_ms();
         if (how == "kill") {
             ::kill(cs[victim]->pid(), SIGKILL);
-        } else {
+        } else if (how == "stop") {
             cs[victim]->signal(SIGTERM);
+        } else {
+            nets.at(name)->cut();
         }
-        (void)cs[victim]->wait(90s);
-        gone.push_back(std::move(cs[victim]));
+        if (how != "partition") {
+            (void)cs[victim]->wait(90s);
+            gone.push_back(std::move(cs[victim]));
+        }
         std::vector<child*> survivors;
         for (std::size_t i = 0; i < cs.size(); ++i)
             if (i != victim) survivors.push_back(cs[i].get());
@@ -1299,7 +1331,8 @@ void cmd_kills(const args& a) {
             f.put("finished", true).put("total_ms", total).put("last", last->to_json(kill_ms));
         }
         failovers.push_back(f);
-        cs[victim] = space.start(name);  // the same instance id and state directory again
+        if (how == "partition") nets.at(name)->heal();  // it rejoins with what it kept
+        else cs[victim] = space.start(name);  // the same instance id and state directory again
     }
 
     writer.finish();
@@ -1335,12 +1368,12 @@ int main(int argc, char** argv) {
                      "         --name PREFIX --work DIR [--logs DIR] [--app PATH] [--peer PATH] [--keep-topics 1]\n"
                      "         [--guarantee at_least_once|exactly_once] [--commit-ms 1000|100]\n"
                      "         [--session-ms 6000] [--transaction-ms 10000] [--cache-bytes 10MiB (Kafka Streams)]\n"
-                     "         [--liveness-ms 600 (strata)]\n"
+                     "         [--liveness-ms 600 (strata)] [--threads 1 (processing threads of each instance)]\n"
                      "  throughput [--records 1M] [--keys 100k] [--timeout-s 900]\n"
                      "  failover   [--rate 5000] [--keys 100k] [--duration-s 40] [--kill-after-s 15]\n"
                      "             [--standbys 0] [--instances 3] [--settle-s 2] [--max-kill-wait-s 60]\n"
                      "             [--drain-timeout-s 180]\n"
-                     "  kills      [--kills 20] [--how kill|stop] [--rate 2000] [--keys 100k] [--standbys 0]\n"
+                     "  kills      [--kills 20] [--how kill|stop|partition] [--rate 2000] [--keys 100k] [--standbys 0]\n"
                      "             [--instances 3] [--settle-s 2] [--max-wait-s 60] [--drain-timeout-s 180]\n"
                      "  scale      [--partitions 6] [--instances 1] [--standbys 0] [--stores 1|10] [--settle-s 3] [--timeout-s 120]\n"
                      "             [--again 1: then stop, wipe the local state and start again on the topics made]\n"

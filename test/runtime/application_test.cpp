@@ -1,7 +1,8 @@
 // The application API in one process: co-partitioned input topics meet in
 // one task per partition number, punctuations fire on wall-clock and on
 // stream time, a processor's error stops the instance with the record's
-// coordinates, and stop() from another thread commits and returns.
+// coordinates, stop() from another thread commits and returns, and two
+// processing threads share the tasks of one instance.
 
 #include "runtime_test_support.hpp"
 
@@ -14,8 +15,12 @@
 
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 
 using namespace runtime_test;
@@ -276,4 +281,92 @@ TEST_CASE("runtime: exactly-once, a punctuation's store writes with no input are
     };
     CHECK(count("strata_instance_fenced_total{instance=\"in-process\"}") == 0);
     CHECK(count("strata_instance_commits_failed_total{instance=\"in-process\"}") == 0);
+}
+
+TEST_CASE("runtime: two processing threads share the tasks, each with its own transactions, and queries reach the "
+          "thread that holds the partition",
+          "[kafka][runtime][api][threads]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 4;
+    constexpr int keys = 40;
+    const std::string app_id = kafka_test::unique_name("threads");
+    const std::string input = kafka_test::make_topic("threads-in", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("threads-out", partitions, {{"cleanup.policy", "delete"}});
+    input_writer in(input, partitions);
+    for (std::int64_t i = 0; i < 2'000; ++i) in.write(i, keys);
+    in.flush();
+
+    strata::runtime::application_options c = config(app_id, {input}, dir);
+    c.guarantee = strata::runtime::processing_guarantee::exactly_once;
+    c.processing_threads = 2;
+    c.endpoint = "127.0.0.1:1";  // announced only: nothing listens
+    auto threads_seen = std::make_shared<std::mutex>();
+    auto processed_on = std::make_shared<std::map<std::int32_t, std::set<std::thread::id>>>();
+    auto app = strata::runtime::make_application<std::string, std::int64_t>(
+        c,
+        [](strata::runtime::task_context& t) {
+            return strata::hash_map_store<std::string, std::int64_t>("counts") | t.logged() | strata::cached();
+        },
+        [output, threads_seen, processed_on](auto& ctx, const auto& r) {
+            auto& counts = ctx.stores();
+            const std::int64_t n = counts.get(r.key).value_or(0) + 1;
+            counts.put(r.key, n);
+            ctx.emit(output, r.key, n);
+            const std::lock_guard lock(*threads_seen);
+            (*processed_on)[ctx.partition()].insert(std::this_thread::get_id());
+        });
+    std::map<std::string, std::int64_t> expected;
+    for (const auto& each : in.written())
+        for (const auto& i : each) ++expected[i.key];
+    {
+        running run(app);
+        REQUIRE(await_committed(app_id, input, in.written(), 60s));
+        REQUIRE(await_metadata(app, 2, 30s));
+        // Both threads are members of the group, each running tasks.
+        const auto md = app.metadata();
+        std::set<std::string> members;
+        for (const auto& i : md->instances()) {
+            members.insert(i.instance);
+            CHECK_FALSE(i.active.empty());
+            CHECK(i.endpoint == "127.0.0.1:1");
+        }
+        CHECK(members == std::set<std::string>{"in-process", "in-process-t1"});
+        CHECK(app.runs_as("in-process-t1"));
+        CHECK_FALSE(app.runs_as("in-process-t2"));
+        // Every key answers from whichever thread holds its partition.
+        for (const auto& [key, n] : expected) {
+            const auto r = app.get(key);
+            INFO(key << ": " << strata::runtime::to_string(r.status));
+            REQUIRE(r.ok());
+            CHECK(r.value == std::optional<std::int64_t>(n));
+        }
+        CHECK(app.local_tasks().size() == static_cast<std::size_t>(partitions));
+        run.stop();
+    }
+    // One thread per task, and two threads in all.
+    std::set<std::thread::id> all;
+    for (const auto& [p, ids] : *processed_on) {
+        CHECK(ids.size() == 1);
+        all.insert(ids.begin(), ids.end());
+    }
+    CHECK(all.size() == 2);
+    // Exactly-once: one output per input, each key's last the count of its inputs.
+    std::map<std::string, std::int64_t> last;
+    std::size_t outputs = 0;
+    for (std::int32_t p = 0; p < partitions; ++p)
+        for (const auto& [key, value] : read_partition(output, p)) {
+            last[key] = strata::decode<std::int64_t>(strata::bytes_view(value));
+            ++outputs;
+        }
+    CHECK(outputs == 2'000);
+    CHECK(last == expected);
+    // Each thread has a transactional id of its own: neither fenced the other.
+    const std::string metrics = strata::metrics::to_prometheus(app.metrics());
+    INFO(metrics);
+    CHECK_THAT(metrics, Catch::Contains("strata_instance_tasks{instance=\"in-process\",") &&
+                            Catch::Contains("strata_instance_tasks{instance=\"in-process-t1\","));
+    CHECK_THAT(metrics, !Catch::Contains("strata_instance_fenced_total") &&
+                            !Catch::Contains("strata_instance_transactions_in_doubt_total"));
+    // Thread 1 keeps its local state apart.
+    CHECK(std::filesystem::exists(dir / "state" / "thread-1" / app_id));
 }

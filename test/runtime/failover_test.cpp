@@ -5,7 +5,9 @@
 //
 // Exactly-once: the output equals, record for record, what one uninterrupted
 // run produces. At-least-once: no input is missing from the output
-// (duplicates are allowed, and counted).
+// (duplicates are allowed, and counted). With two processing threads in each
+// instance, both threads of the killed one go at once, and their tasks find
+// their standbys on the other processes.
 
 #include "runtime_test_support.hpp"
 
@@ -27,6 +29,7 @@ struct scenario {
     std::chrono::milliseconds pace{1};  // between two input records
     std::chrono::seconds kill_after{5};
     int standbys = 0;
+    int threads = 1;  // processing threads of each instance
 };
 
 struct outcome {
@@ -48,6 +51,7 @@ outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
                                    "--session-ms", "6000"};
         if (s.exactly_once) a.insert(a.end(), {"--exactly-once", "--transaction-ms", "5000"});
         if (s.standbys > 0) a.insert(a.end(), {"--standbys", std::to_string(s.standbys)});
+        if (s.threads > 1) a.insert(a.end(), {"--threads", std::to_string(s.threads)});
         return a;
     };
     std::vector<std::unique_ptr<instance_process>> instances;
@@ -145,4 +149,37 @@ TEST_CASE("runtime: with standbys, a task taken over from a killed instance rest
     CHECK(checked >= 1);
     // And nothing is lost on the way (at-least-once).
     (void)require_every_input_has_output(o.output_topic, o.written);
+}
+
+TEST_CASE("runtime: exactly-once over three instances of two processing threads, one killed: the output of an "
+          "uninterrupted run, its tasks taken over from standbys on other processes",
+          "[kafka][runtime][failover][standby][threads]") {
+    test_support::temp_dir dir;
+    scenario s;
+    s.exactly_once = true;
+    s.standbys = 1;
+    s.threads = 2;
+    s.partitions = 12;
+    s.records = 9'000;
+    const outcome o = run_with_a_kill(s, dir);
+    std::size_t taken_over = 0;
+    for (const auto& log : o.survivor_logs) {
+        std::map<std::string, std::string> last_restore;
+        for (const auto& l : log) {
+            if (l.rfind("restored task=", 0) == 0) last_restore[text_field(l, "task")] = l;
+            // The killed process's threads: instance-1 and instance-1-t1.
+            if (l.rfind("started task=", 0) != 0 || text_field(l, "previous_owner").rfind("instance-1", 0) != 0 ||
+                field(l, "assigned_ms") < o.killed_at_ms)
+                continue;
+            const std::string& r = last_restore[text_field(l, "task")];
+            INFO(l << "\n" << r);
+            REQUIRE(field(r, "to") > 0);
+            // A standby was there, on another process: the restore began
+            // where the copy had got to, not at the changelog's start.
+            CHECK(field(r, "from") > 0);
+            ++taken_over;
+        }
+    }
+    CHECK(taken_over >= 2);  // at least one task of each killed thread
+    require_output_of_an_uninterrupted_run(o.output_topic, o.written);
 }

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """A TCP proxy on 127.0.0.1 whose faults a test switches at runtime.
 
-Usage: tcp_proxy.py --port P --target T --control /path/to/control.sock
+Usage: tcp_proxy.py --port P --target T --control /path/to/control.sock [--netns NAME]
 
-Forwards every connection to 127.0.0.1:P on to 127.0.0.1:T. The control
+Forwards every connection to 127.0.0.1:P on to 127.0.0.1:T. With --netns,
+127.0.0.1:P is the loopback of the network namespace NAME (made with `ip
+netns add NAME`, its lo up) and T is still this process's: a program run in
+that namespace (`ip netns exec NAME ...`) reaches the broker only through
+the proxy, so `stall` cuts that one program off, on loopback alone. The control
 channel is a Unix socket: a client sends one command per line and gets one
 line back ("ok <mode>" or "error ..."):
 
@@ -19,7 +23,37 @@ Python 3.11 standard library only. It stops on SIGTERM or SIGINT.
 
 import argparse
 import asyncio
+import ctypes
+import os
 import signal
+import socket
+
+CLONE_NEWNET = 0x40000000
+
+
+def listener_in_netns(name, port):
+    """A listening socket on 127.0.0.1:port of network namespace `name`: made
+    after entering it (a socket stays in the namespace it was made in), and
+    the process goes back to its own at once."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/self/ns/net", os.O_RDONLY)
+    target = os.open(f"/var/run/netns/{name}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {name}")
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+            s.listen(128)
+            s.setblocking(False)
+            return s
+        finally:
+            if libc.setns(own, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back into the proxy's own network namespace")
+    finally:
+        os.close(own)
+        os.close(target)
 
 
 class Proxy:
@@ -113,10 +147,14 @@ async def main():
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--target", type=int, required=True)
     p.add_argument("--control", required=True, help="path of the control Unix socket")
+    p.add_argument("--netns", help="listen on the loopback of this network namespace")
     args = p.parse_args()
 
     proxy = Proxy(args.target)
-    server = await asyncio.start_server(proxy.on_client, "127.0.0.1", args.port, reuse_address=True)
+    if args.netns:
+        server = await asyncio.start_server(proxy.on_client, sock=listener_in_netns(args.netns, args.port))
+    else:
+        server = await asyncio.start_server(proxy.on_client, "127.0.0.1", args.port, reuse_address=True)
     # The control socket is created last: once it accepts, the proxy listens.
     control = await asyncio.start_unix_server(proxy.on_control, args.control)
 

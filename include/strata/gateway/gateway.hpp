@@ -401,7 +401,7 @@ private:
         using runtime::query_status;
         const bool elsewhere = local.status == query_status::not_owned ||
                                (local.status == query_status::rebalancing && !local.owner.empty() &&
-                                local.owner != app_->options().instance_id);
+                                !app_->runs_as(local.owner));
         return elsewhere && !o.forwarded;
     }
 
@@ -433,7 +433,7 @@ private:
         if (o.read.allow_standby && md != nullptr) {
             const runtime::partition_metadata where = md->partition(local.partition);
             for (std::size_t i = 0; i < where.standbys.size(); ++i)
-                if (where.standbys[i] != app_->options().instance_id)
+                if (!app_->runs_as(where.standbys[i]))
                     c->targets.emplace_back(where.standbys[i], where.standby_endpoints[i]);
         }
         c->headers.emplace_back(request_options::forwarded_header, app_->options().instance_id);

@@ -39,6 +39,7 @@
 #include <strata/runtime/task_context.hpp>
 #include <strata/serde/encode.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -47,9 +48,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <librdkafka/rdkafka.h>
 
@@ -221,7 +224,10 @@ private:
 /// @brief An application: a store factory and a processor over input
 /// records with keys of type K and values of type V (decoded with
 /// `strata::decode`). Each running copy of the program is one instance;
-/// `run()` joins the group and processes until `stop()`.
+/// `run()` joins the group and processes until `stop()`. With
+/// `processing_threads` above 1, each thread is a member of the group of
+/// its own (see application_options); a query goes to the thread that
+/// holds its partition.
 template <class K, class V, class Factory, class Processor>
 class application {
     using task_type = detail::typed_task<K, V, Factory, Processor>;
@@ -232,32 +238,87 @@ public:
                 metrics::registry* reg = nullptr)
         : factory_(std::move(factory)), processor_(std::move(processor)),
           owned_registry_(reg == nullptr ? std::make_unique<metrics::registry>() : nullptr),
-          registry_(reg == nullptr ? owned_registry_.get() : reg),
-          instance_(std::move(config),
-                    [this](std::int32_t p, detail::output& out) -> std::shared_ptr<task> {
-                        return std::make_shared<detail::typed_task<K, V, Factory, Processor>>(
-                            p, factory_, processor_, out, instance_.options(), *registry_);
-                    },
-                    *registry_) {}
+          registry_(reg == nullptr ? owned_registry_.get() : reg) {
+        config.validate();
+        if (config.instance_id.empty()) config.instance_id = detail::instance::default_instance_id();
+        const int threads = config.processing_threads;
+        instances_.reserve(static_cast<std::size_t>(threads));
+        for (int k = 0; k < threads; ++k) {
+            application_options c = config;
+            if (k > 0) {
+                c.instance_id = config.instance_id + "-t" + std::to_string(k);
+                c.state_dir = config.state_dir / ("thread-" + std::to_string(k));
+            }
+            const auto thread = static_cast<std::size_t>(k);
+            instances_.push_back(std::make_unique<detail::instance>(
+                std::move(c),
+                [this, thread](std::int32_t p, detail::output& out) -> std::shared_ptr<task> {
+                    return std::make_shared<task_type>(p, factory_, processor_, out, instances_[thread]->options(),
+                                                       *registry_);
+                },
+                *registry_, restore_callback{}, threads > 1 ? config.instance_id : std::string()));
+        }
+    }
 
     application(const application&) = delete;
     application& operator=(const application&) = delete;
 
-    /// @brief Processes until `stop()`; see detail::instance::run (detail/instance.hpp).
-    void run() { instance_.run(); }
+    /// @brief Processes until `stop()`; see detail::instance::run
+    /// (detail/instance.hpp). With several processing threads, thread 0 runs
+    /// on the caller's and the others on threads of their own; when one
+    /// fails, the others stop as after `stop()`, and run() throws the first failure.
+    void run() {
+        if (instances_.size() == 1) {
+            instances_.front()->run();
+            return;
+        }
+        std::vector<std::exception_ptr> failures(instances_.size());
+        const auto run_one = [&](std::size_t k) {
+            try {
+                instances_[k]->run();
+            } catch (...) {
+                failures[k] = std::current_exception();
+            }
+            stop();  // one thread's end is every thread's
+        };
+        std::vector<std::thread> others;
+        others.reserve(instances_.size() - 1);
+        for (std::size_t k = 1; k < instances_.size(); ++k) others.emplace_back(run_one, k);
+        run_one(0);
+        for (std::thread& t : others) t.join();
+        for (const std::exception_ptr& f : failures)
+            if (f) std::rethrow_exception(f);
+    }
     /// @brief Asks `run()` to commit, leave the group and return; safe from
     /// any thread and from a signal handler.
-    void stop() noexcept { instance_.stop(); }
+    void stop() noexcept {
+        for (const auto& in : instances_) in->stop();
+    }
 
-    /// @brief Receives every task's restore progress (on the restore thread).
-    void on_restore(restore_callback fn) { instance_.set_restore_callback(std::move(fn)); }
-    /// @brief Called when this instance, as leader, sees the membership change.
-    void on_rebalance_noticed(std::function<void(std::int64_t)> fn) { instance_.on_rebalance_noticed(std::move(fn)); }
-    /// @brief Receives every task this instance starts, with its takeover timeline.
-    void on_takeover(std::function<void(const task&)> fn) { instance_.on_takeover(std::move(fn)); }
+    /// @brief Receives every task's restore progress (on the restore
+    /// thread, one per processing thread).
+    void on_restore(restore_callback fn) {
+        for (const auto& in : instances_) in->set_restore_callback(fn);
+    }
+    /// @brief Called when this instance (one of its threads), as leader, sees the membership change.
+    void on_rebalance_noticed(std::function<void(std::int64_t)> fn) {
+        for (const auto& in : instances_) in->on_rebalance_noticed(fn);
+    }
+    /// @brief Receives every task this instance starts, with its takeover
+    /// timeline (on the processing thread that starts it).
+    void on_takeover(std::function<void(const task&)> fn) {
+        for (const auto& in : instances_) in->on_takeover(fn);
+    }
 
     [[nodiscard]] metrics::registry& metrics() noexcept { return *registry_; }
-    [[nodiscard]] const application_options& options() const noexcept { return instance_.options(); }
+    /// @brief The options as given (with the instance id filled in when it was empty).
+    [[nodiscard]] const application_options& options() const noexcept { return instances_.front()->options(); }
+
+    /// @brief Whether `instance_id` names this instance or one of its processing threads.
+    [[nodiscard]] bool runs_as(std::string_view instance_id) const noexcept {
+        return std::any_of(instances_.begin(), instances_.end(),
+                           [&](const auto& in) { return in->options().instance_id == instance_id; });
+    }
 
     /// @brief The type of store I of a task (what the factory returned, or
     /// element I of the std::tuple it returned).
@@ -272,10 +333,29 @@ public:
     /// @returns the value, or why the store cannot answer here (see query_status)
     template <std::size_t I = 0, class F>
     auto query(std::int32_t partition, F&& f, const read_options& o = {}) const {
-        return instance_.queries().read(partition, o, [&](task& t) {
-            const auto& typed = static_cast<const task_type&>(t);
-            return std::invoke(f, detail::store_at<stores_type, I>::get(typed.stores_unlocked()));
-        });
+        const auto read = [&](const detail::instance& in) {
+            return in.queries().read(partition, o, [&](task& t) {
+                const auto& typed = static_cast<const task_type&>(t);
+                return std::invoke(f, detail::store_at<stores_type, I>::get(typed.stores_unlocked()));
+            });
+        };
+        if (instances_.size() == 1) return read(*instances_.front());
+        // The thread the assignment names first; then the others, which may
+        // hold the partition on its way between two threads, or a standby.
+        const detail::instance* owner = instances_.front().get();
+        if (const auto md = metadata(); md != nullptr && partition >= 0 && partition < md->partitions())
+            for (const auto& in : instances_)
+                if (in->options().instance_id == md->partition(partition).active) owner = in.get();
+        auto first = read(*owner);
+        if (!elsewhere(first.status)) return first;
+        for (const auto& in : instances_) {
+            if (in.get() == owner) continue;
+            auto r = read(*in);
+            if (!elsewhere(r.status)) return r;
+        }
+        // Owned by none of its threads: another instance's, or moving between two of its threads.
+        if (first.status == query_status::not_owned && runs_as(first.owner)) first.status = query_status::rebalancing;
+        return first;
     }
 
     /// @brief `get(key)` on store I of the key's partition (see partition_for;
@@ -289,19 +369,35 @@ public:
     }
 
     /// @brief This instance's tasks and standbys with their states, restore
-    /// progress and lags (empty while it is not running).
-    [[nodiscard]] std::vector<task_info> local_tasks() const { return instance_.queries().tasks(); }
+    /// progress and lags (empty while it is not running), over all its threads.
+    [[nodiscard]] std::vector<task_info> local_tasks() const {
+        std::vector<task_info> all;
+        for (const auto& in : instances_) {
+            std::vector<task_info> mine = in->queries().tasks();
+            all.insert(all.end(), mine.begin(), mine.end());
+        }
+        return all;
+    }
 
     /// @brief Where every partition runs and every instance's endpoint, as
     /// this instance knows it; null until it has read the first assignment.
-    [[nodiscard]] std::shared_ptr<const application_metadata> metadata() const { return instance_.queries().metadata(); }
+    [[nodiscard]] std::shared_ptr<const application_metadata> metadata() const {
+        for (const auto& in : instances_)
+            if (auto md = in->queries().metadata()) return md;
+        return nullptr;
+    }
 
 private:
+    /// Whether a thread's answer leaves the partition to another thread or instance.
+    static bool elsewhere(query_status s) noexcept {
+        return s == query_status::not_owned || s == query_status::rebalancing || s == query_status::not_running;
+    }
+
     Factory factory_;
     Processor processor_;
     std::unique_ptr<metrics::registry> owned_registry_;
     metrics::registry* registry_;
-    detail::instance instance_;
+    std::vector<std::unique_ptr<detail::instance>> instances_;  // one per processing thread
 };
 
 /// @brief `application<K, V, ...>` with the factory's and the processor's

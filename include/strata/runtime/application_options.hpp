@@ -104,6 +104,17 @@ struct application_options {
     /// rebuilt, and the instance goes on.
     std::chrono::milliseconds broker_timeout{60'000};
 
+    /// Threads that process tasks in this instance. Each is a member of the
+    /// group of its own, with its own consumers, producer (so its own
+    /// transactions under exactly-once), restore thread and lease, and runs
+    /// the tasks the leader gives it; the leader balances tasks over threads
+    /// and keeps standbys on other instances (processes) than their active
+    /// task. Thread 0 is `instance_id` and keeps `state_dir`; thread k >= 1 is
+    /// `<instance_id>-t<k>`, with its local state in `<state_dir>/thread-<k>`.
+    /// Queries are answered by whichever thread holds the partition. One more
+    /// thread than the machine has cores gains nothing.
+    int processing_threads = 1;
+
     /// Input records handed to processors per poll, at most.
     std::size_t max_poll_records = 1000;
     /// Changelog records a restore applies before it looks at its other tasks again.
@@ -150,6 +161,9 @@ struct application_options {
         if (bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
         if (standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
+        if (processing_threads < 1)
+            throw usage_error("strata::runtime: processing_threads is " + std::to_string(processing_threads) +
+                              "; it is at least 1");
         if (liveness_timeout.count() < 60)
             throw usage_error("strata::runtime: liveness_timeout is " + std::to_string(liveness_timeout.count()) +
                               " ms; it is at least 60 ms");

@@ -24,7 +24,7 @@
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--liveness-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
-//          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC]
+//          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC] [--threads N]
 //          [--consumer-debug CONTEXTS] [--ten-stores (built with STRATA_APP_TEN_STORES only)]
 
 #include "aggregate.hpp"
@@ -242,6 +242,7 @@ int main(int argc, char** argv) {
     if (const std::string debug = o.get("consumer-debug"); !debug.empty()) c.consumer_settings["debug"] = debug;
     c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));
     c.standby_replicas = std::stoi(o.get("standbys", "0"));
+    c.processing_threads = std::stoi(o.get("threads", "1"));
     c.acceptable_standby_lag = std::stoll(o.get("acceptable-lag", "10000"));
     c.broker_timeout = std::chrono::milliseconds(std::stoll(o.get("broker-timeout-ms", "60000")));
     const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));

@@ -187,3 +187,102 @@ TEST_CASE("assignor: a task on its way to an instance does not move again before
     CHECK(tasks[0].active == "c");
     CHECK(tasks[0].release_from == "a");
 }
+
+namespace {
+
+/// Two processes of two processing threads each: p's threads are p and p-t1.
+statuses two_processes_of_two_threads() {
+    statuses s;
+    for (const std::string& p : {std::string("p"), std::string("q")})
+        for (const std::string& name : {p, p + "-t1"}) {
+            s[name] = status(name, {});
+            s[name].process = p;
+        }
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("assignor: tasks spread over the processing threads, and a standby is never on its active task's process",
+          "[runtime][assignor]") {
+    statuses s = two_processes_of_two_threads();
+    assignor_input in;
+    in.tasks = 8;
+    in.members = {"p", "p-t1", "q", "q-t1"};
+    in.statuses = &s;
+    in.standby_replicas = 1;
+    const auto tasks = assign_tasks(in);
+    for (const auto& [m, ts] : actives(tasks)) CHECK(ts.size() == 2);
+    CHECK(actives(tasks).size() == 4);
+    for (const auto& t : tasks) {
+        REQUIRE(t.standbys.size() == 1);
+        CHECK(s[t.standbys[0]].process != s[t.active].process);
+    }
+
+    // More replicas than other processes: one standby still, not one per thread.
+    in.standby_replicas = 3;
+    for (const auto& t : assign_tasks(in)) {
+        REQUIRE(t.standbys.size() == 1);
+        CHECK(s[t.standbys[0]].process != s[t.active].process);
+    }
+
+    // One process alone: no standby at all, however many threads.
+    statuses one{{"p", s["p"]}, {"p-t1", s["p-t1"]}};
+    in.members = {"p", "p-t1"};
+    in.statuses = &one;
+    in.standby_replicas = 1;
+    for (const auto& t : assign_tasks(in)) CHECK(t.standbys.empty());
+}
+
+TEST_CASE("assignor: a standby kept from the last decision on the active task's process is replaced",
+          "[runtime][assignor]") {
+    // Task 0's standby was on p-t1 while it ran on q (say, before p-t1 said
+    // which process it is part of); it now runs on p.
+    statuses s = two_processes_of_two_threads();
+    const assignment current = decided({{0, "p", {"p-t1"}, "", 0, 0}}, {"p", "p-t1", "q", "q-t1"});
+    assignor_input in;
+    in.tasks = 1;
+    in.members = {"p", "p-t1", "q", "q-t1"};
+    in.current = &current;
+    in.statuses = &s;
+    in.standby_replicas = 1;
+    const auto tasks = assign_tasks(in);
+    CHECK(tasks[0].active == "p");
+    REQUIRE(tasks[0].standbys.size() == 1);
+    CHECK(s[tasks[0].standbys[0]].process == "q");
+}
+
+TEST_CASE("assignor: a move between two threads of one process warms a copy there first, beside the standby that counts",
+          "[runtime][assignor]") {
+    // p and q run two tasks each, with standbys on each other; p-t1, a
+    // second thread of p, just started.
+    statuses s;
+    s["p"] = status("p", {0, 1}, {{2, 0}, {3, 0}});
+    s["q"] = status("q", {2, 3}, {{0, 0}, {1, 0}});
+    s["p-t1"] = status("p-t1", {});
+    s["p"].process = s["p-t1"].process = "p";
+    const assignment current =
+        decided({{0, "p", {"q"}, "", 0, 0}, {1, "p", {"q"}, "", 0, 0}, {2, "q", {"p"}, "", 0, 0}, {3, "q", {"p"}, "", 0, 0}},
+                {"p", "q"});
+    assignor_input in;
+    in.tasks = 4;
+    in.members = {"p", "p-t1", "q"};
+    in.current = &current;
+    in.statuses = &s;
+    in.standby_replicas = 1;
+    in.acceptable_lag = 100;
+    auto tasks = assign_tasks(in);
+    CHECK(actives(tasks)["p-t1"].empty());  // nothing moves to a cold thread
+    CHECK(tasks[0].active == "p");
+    CHECK(tasks[0].standbys == std::vector<std::string>{"p-t1", "q"});  // a warm-up, and the standby that counts
+
+    // Once p-t1's copy caught up, the task moves to it and keeps q's standby.
+    s["p-t1"].standbys = {{0, 10}};
+    const assignment next = decided(tasks, {"p", "p-t1", "q"});
+    in.current = &next;
+    tasks = assign_tasks(in);
+    CHECK(tasks[0].active == "p-t1");
+    CHECK(tasks[0].release_from == "p");
+    CHECK(tasks[0].standbys == std::vector<std::string>{"q"});
+    for (const auto& t : tasks) CHECK(t.standbys.size() == 1);
+}

@@ -17,6 +17,14 @@
 /// 4. Standbys: each task keeps `standby_replicas` standbys on instances
 ///    other than its active one, the ones it had first, then the instances
 ///    keeping the fewest standbys.
+///
+/// The processing threads of one instance (application_options::
+/// processing_threads) are members of their own, and tasks are placed and
+/// balanced over threads; but a standby on another thread of the active
+/// task's process dies with it, so a standby counts only on a process that
+/// holds no other copy of its task. (A warm-up copy for a move between two
+/// threads of one process is the exception: it is made, and kept while the
+/// move waits for it, beside the standbys that count.)
 
 #include <strata/runtime/detail/coordination.hpp>
 
@@ -59,12 +67,35 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
            std::find(it->second.active.begin(), it->second.active.end(), p) != it->second.active.end();
 }
 
+/// The process `instance` runs in: the instance whose processing thread it
+/// is, as its status says; itself when it says none.
+inline const std::string& process_of(const assignor_input& in, const std::string& instance) {
+    if (in.statuses != nullptr)
+        if (const auto it = in.statuses->find(instance); it != in.statuses->end() && !it->second.process.empty())
+            return it->second.process;
+    return instance;
+}
+
 /// @brief The placement of every task (version, leader and times are left
 /// for the caller to fill in).
 [[nodiscard]] inline std::vector<task_placement> assign_tasks(const assignor_input& in) {
     std::vector<std::string> members = in.members;
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
+    // Whether `m` would add a copy of task t on a process that has none yet.
+    const auto adds_a_process = [&](const task_placement& t, const std::string& m) {
+        const std::string& p = process_of(in, m);
+        if (p == process_of(in, t.active)) return false;
+        return std::none_of(t.standbys.begin(), t.standbys.end(),
+                            [&](const std::string& s) { return s != m && process_of(in, s) == p; });
+    };
+    // The standbys of t that count: one per process other than its active one.
+    const auto counted_standbys = [&](const task_placement& t) {
+        std::set<std::string> processes;
+        for (const std::string& s : t.standbys)
+            if (process_of(in, s) != process_of(in, t.active)) processes.insert(process_of(in, s));
+        return processes.size();
+    };
     std::vector<task_placement> out(static_cast<std::size_t>(std::max(in.tasks, 0)));
     for (std::int32_t p = 0; p < in.tasks; ++p) out[static_cast<std::size_t>(p)].task = p;
     if (members.empty()) return out;
@@ -120,14 +151,16 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
     // 4 (first half). The standbys each task had, where still useful.
     std::map<std::string, int> standby_load;
     for (const auto& m : members) standby_load[m] = 0;
+    std::set<std::string> processes;
+    for (const auto& m : members) processes.insert(process_of(in, m));
     const auto replicas = static_cast<std::size_t>(
-        std::clamp<int>(in.standby_replicas, 0, static_cast<int>(members.size()) - 1));
+        std::clamp<int>(in.standby_replicas, 0, static_cast<int>(processes.size()) - 1));
     for (task_placement& t : out) {
         if (in.current == nullptr) continue;
         const task_placement* c = in.current->find(t.task);
         if (c == nullptr) continue;
         for (const auto& s : c->standbys) {
-            if (t.standbys.size() >= replicas || !live(s) || s == t.active) continue;
+            if (counted_standbys(t) >= replicas || !live(s) || !adds_a_process(t, s)) continue;
             t.standbys.push_back(s);
             ++standby_load[s];
         }
@@ -175,10 +208,11 @@ inline bool still_listed(const assignor_input& in, const std::string& instance, 
 
     // 4 (second half). Fill up to the wanted number of standbys.
     for (task_placement& t : out) {
-        while (t.standbys.size() < replicas) {
+        while (counted_standbys(t) < replicas) {
             std::string pick;
             for (const auto& m : members) {
-                if (m == t.active || std::find(t.standbys.begin(), t.standbys.end(), m) != t.standbys.end()) continue;
+                if (!adds_a_process(t, m) || std::find(t.standbys.begin(), t.standbys.end(), m) != t.standbys.end())
+                    continue;
                 if (pick.empty() || standby_load[m] < standby_load[pick]) pick = m;
             }
             if (pick.empty()) break;

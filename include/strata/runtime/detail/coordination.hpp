@@ -65,7 +65,9 @@ struct instance_status {
                              (std::int64_t, acted_version),
                              (bool, withdrawn),                       // it closed its tasks and is leaving
                              (std::vector<std::int32_t>, active),     // tasks restoring or running here
-                             (std::vector<standby_lag>, standbys));   // standby tasks kept here
+                             (std::vector<standby_lag>, standbys),    // standby tasks kept here
+                             (std::string, process));                 // the instance whose thread it is
+                                                                      // (processing_threads; "": its own)
     friend bool operator==(const instance_status&, const instance_status&) = default;
 
     [[nodiscard]] decision_id acted() const noexcept { return {acted_epoch, acted_version}; }

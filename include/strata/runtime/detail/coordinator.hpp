@@ -182,6 +182,10 @@ public:
         return fence_targets(a, reader_.state(), c_->instance_id);
     }
 
+    /// Names the instance whose processing thread this one is
+    /// (application_options::processing_threads), in every status from now on.
+    void set_process(std::string process) { process_ = std::move(process); }
+
     /// Publishes a status again at the next chance (its tasks changed).
     void status_changed() noexcept { status_dirty_ = true; }
 
@@ -201,6 +205,7 @@ public:
         s.published_ms = wall_clock_ms();
         s.acted_epoch = acted_.epoch;
         s.acted_version = acted_.version;
+        s.process = process_;
         writer_.publish(s);
         status_dirty_ = false;
         next_status_ = clock::now() + std::chrono::milliseconds(500);
@@ -289,6 +294,7 @@ private:
     group_watch watch_;
     detail::leader leader_;
     std::string incarnation_;  // unique to this run
+    std::string process_;      // of a processing thread: its instance's id
     std::int64_t started_ms_;
     const std::function<void(std::int64_t)>* rebalance_log_;
     metrics::counter* abandoned_;

@@ -69,17 +69,24 @@ namespace strata::runtime::detail {
 class instance {
 public:
     /// @param reg the registry metrics go to (it must outlive the instance)
-    instance(application_options config, task_maker make, metrics::registry& reg, restore_callback on_restore = {})
+    /// @param process of a processing thread: the id of the instance it is a
+    ///        thread of, which the leader keeps standbys away from (see
+    ///        assignor.hpp); empty for an instance of one thread
+    instance(application_options config, task_maker make, metrics::registry& reg, restore_callback on_restore = {},
+             std::string process = {})
         : config_(std::move(config)), registry_(&reg), on_restore_(std::move(on_restore)),
-          lifecycle_(config_, std::move(make), reg) {
+          lifecycle_(config_, std::move(make), reg), process_(std::move(process)) {
         config_.validate();
         config_.apply_client_settings();
-        if (config_.instance_id.empty()) {
-            char host[256] = {};
-            (void)::gethostname(host, sizeof host - 1);
-            config_.instance_id = std::string(host) + "-" + std::to_string(::getpid());
-        }
+        if (config_.instance_id.empty()) config_.instance_id = default_instance_id();
         tasks_.emplace(lifecycle_, reg, config_.instance_id);
+    }
+
+    /// @brief The id of an instance not given one: the host name and the process id.
+    [[nodiscard]] static std::string default_instance_id() {
+        char host[256] = {};
+        (void)::gethostname(host, sizeof host - 1);
+        return std::string(host) + "-" + std::to_string(::getpid());
     }
 
     instance(const instance&) = delete;
@@ -120,6 +127,7 @@ public:
         detail::instance_session s(config_, topics_, *registry_,
                                    {[this](task& t) { lifecycle_.build(t); }, on_restore_, &rebalance_log_});
         s_ = &s;
+        s.coord.set_process(process_);
         lifecycle_.attach(&s);
         queries_.set_running(true, config_.instance_id);
         std::exception_ptr failure;
@@ -497,6 +505,7 @@ private:
     metrics::registry* registry_;
     restore_callback on_restore_;
     detail::task_lifecycle lifecycle_;  // builds, restores, starts and closes the tasks
+    std::string process_;               // of a processing thread: its instance's id
     std::function<void(const task&)> takeover_log_;
     std::function<void(std::int64_t)> rebalance_log_;
     std::atomic<bool> stop_requested_{false};
