@@ -5,9 +5,13 @@
 # both guarantees, each next to the ceiling (ceiling_app: the same input,
 # totals and output from plain librdkafka consume-process-produce loops,
 # one per thread, each with its own consumer and producer) with as many
-# threads, REPS times, alternating the order. Prints a Markdown table of
-# medians: records/s, strata / ceiling, CPU seconds per million records;
-# raw JSON lines go to build-bench/results/threads/.
+# threads, REPS times, alternating the order; and the ceiling once more
+# with a changelog (ceiling_app --changelog: each commit also writes every
+# key changed since the last, as a logged store behind a cache does), to
+# tell the runtime's cost from the changelog's. Prints a Markdown table of
+# medians: records/s, strata / ceiling, strata / ceiling with changelog,
+# CPU seconds per million records; raw JSON lines go to
+# build-bench/results/threads/.
 #
 # Usage: scripts/bench-threads.sh [--records 1M] [--keys 100k] [--reps 3] [--threads "1 2"]
 #                                 [--guarantees "at_least_once exactly_once"]
@@ -52,14 +56,16 @@ for ((rep = 1; rep <= reps; rep++)); do
     for g in ${guarantees}; do
       commit=1000
       [[ "${g}" == exactly_once ]] && commit=100
-      systems=(strata ceiling)
-      ((rep % 2 == 0)) && systems=(ceiling strata)
+      systems=(strata ceiling ceiling-changelog)
+      ((rep % 2 == 0)) && systems=(ceiling-changelog ceiling strata)
       for s in "${systems[@]}"; do
         # The ceiling commits like at-least-once whatever the guarantee: it
         # runs once per thread count, in the at-least-once row.
-        [[ "${s}" == ceiling && "${g}" != at_least_once ]] && continue
-        run "${s}/${g}/${t}" --system "${s}" --name "th-${stamp,,}-r${rep}-${s:0:1}-${g%%_*}-${t}" \
-          --guarantee "${g}" --commit-ms "${commit}" --threads "${t}"
+        [[ "${s}" != strata && "${g}" != at_least_once ]] && continue
+        extra=()
+        [[ "${s}" == ceiling-changelog ]] && extra=(--ceiling-changelog 1)
+        run "${s}/${g}/${t}" --system "${s%-changelog}" --name "th-${stamp,,}-r${rep}-${s:0:1}${#s}-${g%%_*}-${t}" \
+          --guarantee "${g}" --commit-ms "${commit}" --threads "${t}" "${extra[@]}"
       done
     done
   done
@@ -77,11 +83,12 @@ print(f"From `scripts/bench-threads.sh --records {sys.argv[3]} --keys {sys.argv[
       f"{sys.argv[2]}: one instance over the runtime benchmark's topology (six partitions), medians of "
       f"{sys.argv[5]} runs; the ceiling is plain librdkafka loops, one per thread.")
 print()
-print("| threads | guarantee | strata records/s | ceiling records/s | strata / ceiling | steady: strata / ceiling "
-      "| CPU s per M: strata / ceiling | output |")
-print("|---:|---|---:|---:|---:|---:|---|---|")
+print("| threads | guarantee | strata records/s | ceiling records/s | strata / ceiling | ceiling with changelog "
+      "records/s | strata / ceiling with changelog | steady: strata / ceiling | CPU s per M: strata / ceiling | output |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---|---|")
 for t in threads:
     ceiling = med(f"ceiling/at_least_once/{t}", "records_per_s")
+    logged = med(f"ceiling-changelog/at_least_once/{t}", "records_per_s")
     ceiling_steady = med(f"ceiling/at_least_once/{t}", "steady_records_per_s")
     ceiling_cpu = med(f"ceiling/at_least_once/{t}", "cpu_s_per_million")
     for g in ("at_least_once", "exactly_once"):
@@ -89,7 +96,7 @@ for t in threads:
         s = med(case, "records_per_s")
         if s is None:
             if any(r["case"] == case for r in rows):
-                print(f"| {t} | {g} | failed | | | | | |")
+                print(f"| {t} | {g} | failed | | | | | | | |")
             continue
         steady = med(case, "steady_records_per_s")
         cpu = med(case, "cpu_s_per_million")
@@ -99,7 +106,9 @@ for t in threads:
         ratio = f"{s / ceiling:.2f}" if ceiling else "-"
         sratio = f"{steady / ceiling_steady:.2f}" if steady and ceiling_steady else "-"
         cpus = f"{cpu:.2f} / {ceiling_cpu:.2f}" if ceiling_cpu else f"{cpu:.2f} / -"
-        print(f"| {t} | {g} | {s / 1e3:.1f}k | {ceiling / 1e3 if ceiling else 0:.1f}k | {ratio} | {sratio} | {cpus} "
-              f"| {verdict} |")
+        lratio = f"{s / logged:.2f}" if logged else "-"
+        lrate = f"{logged / 1e3:.1f}k" if logged else "-"
+        print(f"| {t} | {g} | {s / 1e3:.1f}k | {ceiling / 1e3 if ceiling else 0:.1f}k | {ratio} | {lrate} | {lratio} "
+              f"| {sratio} | {cpus} | {verdict} |")
 PY
 say "raw results and every instance's log in ${out_dir}"

@@ -5,11 +5,16 @@
 // What strata's runtime costs is the distance between this and strata.
 //
 // Usage: ceiling_app --bootstrap B --app ID --input T --output T [--commit-ms N] [--threads N]
+//                    [--changelog TOPIC]
 // (other options of aggregate_app are accepted and ignored). Runs until
 // SIGTERM; commits like at-least-once: outputs acknowledged, then offsets.
 // With --threads N, N such loops run side by side, each with a consumer (in
 // the same group, so they split the partitions) and a producer of its own,
-// as strata's processing threads do.
+// as strata's processing threads do. With --changelog, each commit also
+// writes every key changed since the last one (its count and sum) to
+// partition p of TOPIC, p the input partition, before the outputs are waited
+// for: what a logged store behind a cache writes, and nothing else of
+// strata's (no store, no coordination, no restore).
 
 #include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
@@ -52,7 +57,7 @@ std::atomic<bool> started{false};
 
 /// One consume-process-produce loop, with its own consumer and producer, until SIGTERM.
 void run_loop(const std::string& bootstrap, const std::string& app, const std::string& input, const std::string& output,
-              std::chrono::milliseconds commit_every) {
+              const std::string& changelog, std::chrono::milliseconds commit_every) {
     strata::kafka::conf cc;
     cc.set("bootstrap.servers", bootstrap);
     cc.set("group.id", app);
@@ -73,12 +78,25 @@ void run_loop(const std::string& bootstrap, const std::string& app, const std::s
     std::array<char, 256> err{};
     rd_kafka_topic_conf_set(tc, "partitioner", "murmur2_random", err.data(), err.size());
     const strata::kafka::unique_topic out(rd_kafka_topic_new(producer.get(), output.c_str(), tc));
+    const strata::kafka::unique_topic log(changelog.empty() ? nullptr
+                                                            : rd_kafka_topic_new(producer.get(), changelog.c_str(), nullptr));
+    std::unordered_map<std::string, std::int32_t> dirty;  // key -> its input partition, since the last commit
 
     std::unordered_map<std::string, std::array<std::int64_t, 2>> totals;
     std::map<std::int32_t, std::int64_t> next;  // partition -> next offset
     auto next_commit = std::chrono::steady_clock::now() + commit_every;
     const auto commit = [&] {
         if (next.empty()) return;
+        for (const auto& [key, p] : dirty) {
+            const auto& t = totals[key];
+            unsigned char value[16];
+            write_be64(value, t[0]);
+            write_be64(value + 8, t[1]);
+            while (rd_kafka_produce(log.get(), p, RD_KAFKA_MSG_F_COPY, value, sizeof value, key.data(), key.size(),
+                                    nullptr) != 0)
+                rd_kafka_poll(producer.get(), 10);
+        }
+        dirty.clear();
         while (rd_kafka_outq_len(producer.get()) > 0) rd_kafka_flush(producer.get(), 100);
         const strata::kafka::unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(next.size())));
         for (const auto& [p, o] : next) rd_kafka_topic_partition_list_add(l.get(), input.c_str(), p)->offset = o;
@@ -107,6 +125,7 @@ void run_loop(const std::string& bootstrap, const std::string& app, const std::s
                                     m->key_len, nullptr) != 0)
                 rd_kafka_poll(producer.get(), 10);
             next[m->partition] = m->offset + 1;
+            if (log) dirty.emplace(std::string(static_cast<const char*>(m->key), m->key_len), m->partition);
         }
         rd_kafka_poll(producer.get(), 0);
         if (std::chrono::steady_clock::now() >= next_commit) {
@@ -129,12 +148,13 @@ int main(int argc, char** argv) {
     const std::string bootstrap = opt["bootstrap"], app = opt["app"], input = opt["input"], output = opt["output"];
     const auto commit_every = std::chrono::milliseconds(std::stoll(opt.count("commit-ms") ? opt["commit-ms"] : "1000"));
     const int threads = std::stoi(opt.count("threads") ? opt["threads"] : "1");
+    const std::string changelog = opt.count("changelog") ? opt["changelog"] : "";
     std::signal(SIGTERM, on_signal);
     std::signal(SIGINT, on_signal);
     std::atomic<int> failed{0};
     const auto loop = [&] {
         try {
-            run_loop(bootstrap, app, input, output, commit_every);
+            run_loop(bootstrap, app, input, output, changelog, commit_every);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "ceiling_app failed: %s\n", e.what());
             ++failed;

@@ -324,6 +324,7 @@ struct system_options {
     std::uint64_t stores = 1;               // logged stores a task: 1, or 10 (aggregate_app --ten-stores)
     std::uint64_t liveness_ms = 0;          // strata's liveness_timeout; 0: its default (600 ms)
     std::uint64_t threads = 1;              // processing threads (strata, the ceiling; Kafka Streams' stream threads)
+    bool ceiling_changelog = false;         // the ceiling also writes a changelog (ceiling_app --changelog)
     std::string application_id, input, output;
 
     explicit system_options(const args& a)
@@ -332,7 +333,8 @@ struct system_options {
           guarantee(a.str("guarantee", "at_least_once")),
           session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
           standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)), stores(a.num("stores", 1)),
-          liveness_ms(a.num("liveness-ms", 0)), threads(a.num("threads", 1)) {
+          liveness_ms(a.num("liveness-ms", 0)), threads(a.num("threads", 1)),
+          ceiling_changelog(a.num("ceiling-changelog", 0) != 0) {
         if (threads < 1) throw std::invalid_argument("--threads is at least 1");
         if (stores != 1 && stores != 10) throw std::invalid_argument("--stores is 1 or 10");
         if (system != "strata" && system != "kafka-streams" && system != "ceiling")
@@ -347,12 +349,18 @@ struct system_options {
     }
 
     [[nodiscard]] bool strata() const { return system == "strata"; }
+    /// The ceiling's changelog, as strata names the totals store's.
+    [[nodiscard]] std::string ceiling_changelog_topic() const { return application_id + "-totals-changelog"; }
 
     /// The command line of one instance.
     [[nodiscard]] std::vector<std::string> argv(const std::string& instance, const fs::path& state) const {
-        if (system == "ceiling")
-            return {ceiling_path, "--bootstrap", bootstrap, "--app", application_id, "--input", input,
-                    "--output", output, "--commit-ms", std::to_string(commit_ms), "--threads", std::to_string(threads)};
+        if (system == "ceiling") {
+            std::vector<std::string> v = {ceiling_path, "--bootstrap", bootstrap, "--app", application_id,
+                                          "--input", input, "--output", output, "--commit-ms",
+                                          std::to_string(commit_ms), "--threads", std::to_string(threads)};
+            if (ceiling_changelog) v.insert(v.end(), {"--changelog", ceiling_changelog_topic()});
+            return v;
+        }
         if (strata()) {
             std::vector<std::string> v = {app_path,    "--bootstrap",  bootstrap,          "--app",
                                           application_id, "--input",   input,              "--output",
@@ -396,6 +404,7 @@ struct system_options {
             .put("stores", stores)
             .put("threads", threads)
             .put("application_id", application_id);
+        if (system == "ceiling") j.put("ceiling_changelog", ceiling_changelog);
         if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
         if (strata()) j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600);
     }
@@ -705,6 +714,13 @@ struct run_space {
         if (logs.empty()) logs = work / "logs";
         fs::create_directories(logs);
         create_topics(o.bootstrap, {o.input, o.output});
+        if (o.system == "ceiling" && o.ceiling_changelog) {
+            strata::kafka::topic_options t;
+            t.bootstrap_servers = o.bootstrap;
+            t.partitions = partitions;
+            t.topic_configs = {{"cleanup.policy", "compact"}};
+            (void)strata::kafka::ensure_topic(o.ceiling_changelog_topic(), t);
+        }
     }
     ~run_space() {
         std::error_code ec;
@@ -1369,6 +1385,7 @@ int main(int argc, char** argv) {
                      "         [--guarantee at_least_once|exactly_once] [--commit-ms 1000|100]\n"
                      "         [--session-ms 6000] [--transaction-ms 10000] [--cache-bytes 10MiB (Kafka Streams)]\n"
                      "         [--liveness-ms 600 (strata)] [--threads 1 (processing threads of each instance)]\n"
+                     "         [--ceiling-changelog 1 (the ceiling writes the changed keys to a changelog at each commit)]\n"
                      "  throughput [--records 1M] [--keys 100k] [--timeout-s 900]\n"
                      "  failover   [--rate 5000] [--keys 100k] [--duration-s 40] [--kill-after-s 15]\n"
                      "             [--standbys 0] [--instances 3] [--settle-s 2] [--max-kill-wait-s 60]\n"
