@@ -111,8 +111,11 @@ struct application_options {
     /// and keeps standbys on other instances (processes) than their active
     /// task. Thread 0 is `instance_id` and keeps `state_dir`; thread k >= 1 is
     /// `<instance_id>-t<k>`, with its local state in `<state_dir>/thread-<k>`.
-    /// Queries are answered by whichever thread holds the partition. One more
-    /// thread than the machine has cores gains nothing.
+    /// Queries are answered by whichever thread holds the partition. The
+    /// store factory and the restore callback are then called from several
+    /// threads at once, and processors (one copy per task) run on several:
+    /// what they share must be safe to share. One more thread than the
+    /// machine has cores gains nothing.
     int processing_threads = 1;
 
     /// Input records handed to processors per poll, at most.
