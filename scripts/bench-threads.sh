@@ -56,8 +56,8 @@ run() {
 for ((rep = 1; rep <= reps; rep++)); do
   for t in ${threads_list}; do
     for g in ${guarantees}; do
-      commit=1000
-      [[ "${g}" == exactly_once ]] && commit=100
+      commit_ms=1000
+      [[ "${g}" == exactly_once ]] && commit_ms=100
       systems=(strata ceiling ceiling-changelog)
       ((rep % 2 == 0)) && systems=(ceiling-changelog ceiling strata)
       for s in "${systems[@]}"; do
@@ -67,7 +67,7 @@ for ((rep = 1; rep <= reps; rep++)); do
         extra=()
         [[ "${s}" == ceiling-changelog ]] && extra=(--ceiling-changelog 1)
         run "${s}/${g}/${t}" --system "${s%-changelog}" --name "th-${stamp,,}-r${rep}-${s:0:1}${#s}-${g%%_*}-${t}" \
-          --guarantee "${g}" --commit-ms "${commit}" --threads "${t}" "${extra[@]}"
+          --guarantee "${g}" --commit-ms "${commit_ms}" --threads "${t}" "${extra[@]}"
       done
     done
   done

@@ -262,6 +262,11 @@ MUTANTS = [
            "a dead instance's partitions are processed by no one",
            [("if (!owner.empty() && live(owner)) {", "if (!owner.empty()) {")],
            tests=r"^runtime_unit_assignor_test$"),
+    mutant("standby-on-its-active-process", ["std::vector<task_placement> assign_tasks(const assignor_input& in) {"],
+           "with processing threads, a task's standby may be put on another thread of the process that runs it: "
+           "the process dies with both copies, and the task restores from scratch",
+           [("if (p == process_of(in, t.active)) return false;", "if (m == t.active) return false;")],
+           tests=r"^runtime_unit_assignor_test$"),
     mutant("promoted-standby-unprepared", ["class task_manager {", "void start(std::int32_t p, const prepare_fn& prepare) {"],
            "a task taken over from its standby skips the preparation a new task gets: under exactly-once the "
            "producers that may still write for it are not fenced before it runs",

@@ -127,13 +127,21 @@ public:
     void assign_inputs(std::int32_t p, const std::vector<std::int64_t>& offsets) {
         const kafka::unique_partition_list l = inputs_of(*c_, p);
         for (int i = 0; i < l->cnt; ++i) l->elems[i].offset = offsets[static_cast<std::size_t>(i)];
-        kafka::check(rd_kafka_incremental_assign(consumer_.get(), l.get()), "assign the input of task " + std::to_string(p));
         // librdkafka keeps a partition's pause across an unassign and a new
         // assign: one paused while the lease was out, then given back
         // before the lease returned (so not resumed), would stay paused
-        // when assigned again, and its task would never get a record.
-        if (held_) (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
-        else (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
+        // when assigned again, and its task would never get a record. It is
+        // resumed before the assignment, and only if it was paused: a resume
+        // after it makes the offset lookup of a task with no commit yet
+        // (offset BEGINNING) come back "outdated", and librdkafka asks again
+        // only after 500 ms (every task of a new application started half a
+        // second late).
+        if (!held_ && paused_.erase(p) > 0) (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
+        kafka::check(rd_kafka_incremental_assign(consumer_.get(), l.get()), "assign the input of task " + std::to_string(p));
+        if (held_) {
+            (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+            paused_.insert(p);
+        }
         assigned_.insert(p);
     }
     void unassign_inputs(std::int32_t p) {
@@ -146,8 +154,13 @@ public:
         held_ = hold;
         for (std::int32_t p : assigned_) {
             const kafka::unique_partition_list l = inputs_of(*c_, p);
-            if (hold) (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
-            else (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
+            if (hold) {
+                (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+                paused_.insert(p);
+            } else {
+                (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
+                paused_.erase(p);
+            }
         }
     }
 
@@ -347,6 +360,7 @@ private:
     bool steady_ = true;   // the join state in the last statistics (none: commits go out)
     bool held_ = false;                // the inputs are paused while the lease is out
     std::set<std::int32_t> assigned_;  // tasks whose inputs are assigned
+    std::set<std::int32_t> paused_;    // tasks whose inputs librdkafka holds paused, assigned or not
     std::optional<clock::time_point> unreachable_since_;
     clock::time_point last_contact_ = clock::now();
     clock::time_point next_probe_{};
