@@ -248,6 +248,16 @@ MUTANTS = [
            "that stalled and reads a backlog late leaves out members that are alive",
            [("if (now - t.read_at < timeout) return false;", "")],
            tests=r"^runtime_unit_coordination_test$"),
+    mutant("fenced-once-per-incarnation", ["void fence_predecessors(const task& t) {"],
+           "under exactly-once, an instance is fenced once per incarnation, not once per decision that left it "
+           "out: one cut off by a network partition renews its producer, comes back, and when it is cut off "
+           "again its open transaction is never aborted; its late writes are committed by its own next "
+           "transaction, beside the new owner's",
+           [("if (fenced_.contains({f.incarnation, f.decision.epoch, f.decision.version})) continue;",
+             "if (fenced_.contains({f.incarnation, 0, 0})) continue;"),
+            ("fenced_.insert({f.incarnation, f.decision.epoch, f.decision.version});",
+             "fenced_.insert({f.incarnation, 0, 0});")],
+           tests=r"^runtime_partition_test$", kafka=True),
     mutant("rejoined-instance-not-fenced", ["std::vector<fence_target> fence_targets(const assignment& d,"],
            "under exactly-once, an instance the decision lists under an older membership (expelled and joined "
            "again, or restarted) is not fenced before its task restores elsewhere: its old incarnation's open "

@@ -268,8 +268,8 @@ TEST_CASE("handoff: under exactly-once the producers of instances outside the de
     l.put("status/d", gone);
     const std::vector<fence_target> f = fence_targets(d, l.state, "a");
     REQUIRE(f.size() == 2);
-    CHECK(f[0] == fence_target{"app-b2", "b2#9-run"});
-    CHECK(f[1] == fence_target{"app-c", "c#1-run"});
+    CHECK(f[0] == fence_target{"app-b2", "b2#9-run", d.id()});
+    CHECK(f[1] == fence_target{"app-c", "c#1-run", d.id()});
     // b restarted: its status is from another membership than the decision's
     l.put("status/b", with_producer(status("b", "b#2", {}, {}), "app-b"));
     CHECK(fence_targets(d, l.state, "a").size() == 3);

@@ -181,6 +181,8 @@ public:
         std::int64_t sent_ms = 0;
     };
     [[nodiscard]] const std::optional<own_heartbeat>& own_confirmed() const noexcept { return own_; }
+    /// @brief This instance's newest heartbeat read back, whatever came after it.
+    [[nodiscard]] const std::optional<own_heartbeat>& own_read() const noexcept { return own_read_; }
 
     /// @brief The reader read everything there is: see own_confirmed().
     void reached_end() {

@@ -65,6 +65,7 @@ public:
                                        "read back yet) or leader",
                                        {{"instance", c.instance_id}, {"role", role_names[r]}});
         reader_.watch_for_duplicates({c.instance_id, incarnation_, started_ms_});
+        reader_.watch_own_heartbeats(c.instance_id);  // see read_own_heartbeat_after
         refuse_a_running_duplicate();
     }
 
@@ -180,6 +181,16 @@ public:
     /// decision `a` gives here restores (see handoff.hpp).
     [[nodiscard]] std::vector<fence_target> predecessors_to_fence(const assignment& a) const {
         return fence_targets(a, reader_.state(), c_->instance_id);
+    }
+
+    /// Whether this reader has read back a heartbeat of this instance sent
+    /// after `steady_ms` (the heartbeats' clock, steady_clock in ms): the
+    /// topic has one partition, so whatever was written before that
+    /// heartbeat, a decision made while this instance was cut off included,
+    /// has been read too.
+    [[nodiscard]] bool read_own_heartbeat_after(std::int64_t steady_ms) const {
+        const auto& h = reader_.state().own_read();
+        return h.has_value() && h->sent_ms > steady_ms;
     }
 
     /// Names the instance whose processing thread this one is

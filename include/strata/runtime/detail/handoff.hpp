@@ -95,11 +95,17 @@ struct handoff_plan {
 }
 
 /// @brief A producer that may hold an open transaction with writes of a
-/// task that comes here (exactly-once): its transactional id and the
-/// incarnation that used it.
+/// task that comes here (exactly-once): its transactional id, the
+/// incarnation that used it, and the decision that left it out. One fence
+/// per incarnation and decision is enough (the instance's tasks all move
+/// in it), not one per incarnation: an instance cut off by a network
+/// partition lives on, renews its producer once it finds it fenced (a new
+/// epoch, that no earlier fence touched) and comes back; cut off again, it
+/// is fenced again.
 struct fence_target {
     std::string transactional_id;
     std::string incarnation;
+    decision_id decision{};
     friend bool operator==(const fence_target&, const fence_target&) = default;
 };
 
@@ -114,7 +120,7 @@ struct fence_target {
     for (const auto& [name, st] : s.statuses()) {
         if (name == me || st.transactional_id.empty() || st.withdrawn) continue;
         if (const std::string* m = d.member_id_of(name); m != nullptr && *m == st.member_id) continue;
-        out.push_back({st.transactional_id, st.incarnation});
+        out.push_back({st.transactional_id, st.incarnation, d.id()});
     }
     return out;
 }

@@ -259,6 +259,14 @@ private:
         s_->env.producer = s_->producer.get();
         s_->coord.status_changed();
         act_again_ = true;
+        // Fenced, it was cut off or paused while others took its tasks over,
+        // and the decision that moved them may not have reached its reader
+        // yet: acting on the older one, it would start those tasks again
+        // beside their new owners, with a producer no fence ever touched.
+        // It acts again once its reader has read back a heartbeat it sent
+        // after this (see act()).
+        resync_after_ms_ =
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock::now().time_since_epoch()).count();
     }
 
     void poll_records() {
@@ -369,6 +377,13 @@ private:
     /// releases what moved away (after a commit), starts what moved here
     /// once no other member may still run it, keeps the standbys it lists.
     void act() {
+        if (resync_after_ms_ >= 0) {  // after a renewal: see renew_producer()
+            if (!s_->coord.read_own_heartbeat_after(resync_after_ms_)) {
+                act_again_ = true;
+                return;
+            }
+            resync_after_ms_ = -1;
+        }
         const std::optional<assignment>& latest = s_->coord.state().latest();
         if (!latest) return;
         const assignment& a = *latest;
@@ -519,6 +534,7 @@ private:
     bool waiting_for_release_ = false;
     bool act_again_ = false;  // the tasks changed without a new decision (after fencing, a lost standby)
     std::uint64_t lapses_seen_ = 0;  // of the heartbeats' lease, acted on
+    std::int64_t resync_after_ms_ = -1;  // renewed then (steady ms): no decision acted on until read past it
 };
 
 }  // namespace strata::runtime::detail

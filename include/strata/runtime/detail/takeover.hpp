@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,7 +91,7 @@ private:
         for (const fence_target& f : t.fence) {
             {
                 const std::lock_guard lock(mutex_);
-                if (fenced_.contains(f.incarnation)) continue;
+                if (fenced_.contains({f.incarnation, f.decision.epoch, f.decision.version})) continue;
             }
             const auto start = clock::now();
             kafka::producer_options o;
@@ -104,7 +105,7 @@ private:
                                      {{"instance", c_->instance_id}})
                 .observe(std::chrono::duration<double>(clock::now() - start).count());
             const std::lock_guard lock(mutex_);
-            fenced_.insert(f.incarnation);
+            fenced_.insert({f.incarnation, f.decision.epoch, f.decision.version});
         }
     }
 
@@ -226,7 +227,9 @@ private:
     kafka::client offsets_;      // committed offsets and stable ends
     kafka::client uncommitted_;  // high watermarks
     std::mutex mutex_;
-    std::set<std::string> fenced_;  // incarnations fenced already
+    // Incarnations fenced already, with the decision they were fenced for
+    // (handoff.hpp, fence_target, says why not the incarnation alone).
+    std::set<std::tuple<std::string, std::int64_t, std::int64_t>> fenced_;
 };
 
 }  // namespace strata::runtime::detail
