@@ -546,17 +546,23 @@ TEST_CASE("service: with a partition's owner hung, a read a standby may answer c
     for (const char* id : {"a", "b", "c"}) c.start(id, extra);
     c.await_assignment({"a", "b", "c"});
 
-    // A partition b runs, its standby, and the third instance to ask.
-    const reply md = api_client(c.at("a").port).get("/instances");
-    REQUIRE(md.code == 200);
+    // A partition b runs, its standby, and the third instance to ask. The
+    // first assignment may give every partition to the first instance up;
+    // b gets some once its warm-up copies caught up.
     std::int32_t partition = -1;
     std::string standby;
-    for (const json& p : md.body["partitions"])
-        if (p["active"] == "b" && p["standbys"].is_array() && !p["standbys"].empty()) {
-            partition = p["partition"].get<std::int32_t>();
-            standby = p["standbys"][0].get<std::string>();
-            break;
-        }
+    reply md;
+    for (const auto until = std::chrono::steady_clock::now() + 60s;
+         partition < 0 && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(100ms)) {
+        md = api_client(c.at("a").port).get("/instances");
+        REQUIRE(md.code == 200);
+        for (const json& p : md.body["partitions"])
+            if (p["active"] == "b" && p["standbys"].is_array() && !p["standbys"].empty()) {
+                partition = p["partition"].get<std::int32_t>();
+                standby = p["standbys"][0].get<std::string>();
+                break;
+            }
+    }
     INFO(md.body.dump());
     REQUIRE(partition >= 0);
     const std::string asker = standby == "a" ? "c" : "a";
