@@ -20,7 +20,7 @@ packages=(
   libboost-dev librange-v3-dev catch2
   librdkafka-dev kcat libbenchmark-dev
   gdb  # the runtime tests print the stacks of an instance that does not stop in time
-  iproute2  # network namespaces: an instance cut off from the broker (bench-failover.sh --how partition)
+  iproute2  # network namespaces: an instance cut off from the broker (runtime_partition_test, bench-failover.sh)
   nlohmann-json3-dev libcli11-dev libssl-dev openssl
   librocksdb-dev libsqlite3-dev
   maven openjdk-17-jdk-headless
