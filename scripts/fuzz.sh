@@ -17,7 +17,7 @@
 # `build-fuzz/test/fuzz/<target> <file>`.
 #
 # Environment: STRATA_FUZZ_BUILD_DIR (build-fuzz/), STRATA_FUZZ_JOBS (2, the
-# build's parallelism), STRATA_FUZZ_MAX_LEN (4096 bytes per input),
+# build's parallelism and the targets fuzzed at once), STRATA_FUZZ_MAX_LEN (4096 bytes per input),
 # STRATA_FUZZ_MALLOC_LIMIT_MB (64: one allocation larger than this is a
 # finding), STRATA_FUZZ_RSS_LIMIT_MB (2048), STRATA_FUZZ_TIMEOUT (10 seconds
 # per input: a slower one is a hang).
@@ -96,19 +96,32 @@ export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
 symbolizer="$(command -v llvm-symbolizer-15 || command -v llvm-symbolizer || true)"
 [ -n "${symbolizer}" ] && export ASAN_SYMBOLIZER_PATH="${symbolizer}"
 
-failed=()
-rows=()
-for t in "${targets[@]}"; do
-  mkdir -p "${scratch}/${t}/corpus" "${scratch}/${t}/artifacts" "${scratch}/${t}/tmp"
-  cp -r "${root}/test/fuzz/corpus/${t}/." "${scratch}/${t}/corpus/"
-  log="${scratch}/${t}/fuzz.log"
-  echo "fuzz: ${t} for ${seconds} s"
-  status=0
+# One target's run; its exit status goes to <scratch>/<target>/status.
+fuzz_one() {
+  local t="$1" status=0
   TMPDIR="${scratch}/${t}/tmp" "${build}/test/fuzz/${t}" \
     -max_total_time="${seconds}" -max_len="${max_len}" -malloc_limit_mb="${malloc_limit}" \
     -rss_limit_mb="${rss_limit}" -timeout="${timeout}" -print_final_stats=1 \
     -dict="${root}/test/fuzz/strata.dict" -artifact_prefix="${scratch}/${t}/artifacts/" \
-    "${scratch}/${t}/corpus" >"${log}" 2>&1 || status=$?
+    "${scratch}/${t}/corpus" >"${scratch}/${t}/fuzz.log" 2>&1 || status=$?
+  echo "${status}" >"${scratch}/${t}/status"
+}
+
+# STRATA_FUZZ_JOBS targets at a time (each fuzzer is one process on one core).
+for t in "${targets[@]}"; do
+  mkdir -p "${scratch}/${t}/corpus" "${scratch}/${t}/artifacts" "${scratch}/${t}/tmp"
+  cp -r "${root}/test/fuzz/corpus/${t}/." "${scratch}/${t}/corpus/"
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  echo "fuzz: ${t} for ${seconds} s"
+  fuzz_one "${t}" &
+done
+wait
+
+failed=()
+rows=()
+for t in "${targets[@]}"; do
+  log="${scratch}/${t}/fuzz.log"
+  status="$(cat "${scratch}/${t}/status" 2>/dev/null || echo 1)"
 
   # A run that fails while it loads its corpus prints no figures at all.
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1 || true)

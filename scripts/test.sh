@@ -8,8 +8,17 @@ build="${STRATA_BUILD_DIR:-${root}/build}"
 broker="${root}/scripts/kafka-broker.sh"
 
 bash "${root}/scripts/setup.sh" --with-clang
-# Chromium, its driver and Selenium, for the status page's browser test.
-bash "${root}/scripts/setup-python.sh"
+
+# While the main build compiles, what the suite needs besides it comes in:
+# Chromium, its driver and Selenium (the status page's browser test), the
+# Kafka Streams peer of the interoperability test (built now, so that no test
+# waits for Maven) and the broker's jars. They mostly wait on the network.
+peer="${root}/scripts/peer-kafka-streams.sh"
+mkdir -p "${root}/.cache"
+prepare_log="${root}/.cache/test-prepare.log"
+( bash "${root}/scripts/setup-python.sh" && "${peer}" build && "${broker}" fetch ) >"${prepare_log}" 2>&1 &
+prepare=$!
+
 # Debug information as line tables only (-g1): a backtrace or a sanitizer's
 # report still names file and line, and the build takes about a fifth less
 # than with full -g (docs/benchmarks.md, "Build time of the test command").
@@ -17,10 +26,11 @@ cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSTRATA_WARNINGS_AS_ERRORS=ON
 cmake --build "${build}" -j "$(nproc)"
 
-# The Kafka Streams peer of the interoperability test, built before the
-# suite so that no test waits for Maven.
-peer="${root}/scripts/peer-kafka-streams.sh"
-"${peer}" build
+if ! wait "${prepare}"; then
+  cat "${prepare_log}" >&2
+  echo "strata test: installing the browser test's tools, building the Kafka Streams peer or fetching the broker failed (above)" >&2
+  exit 1
+fi
 export STRATA_PEER_KAFKA_STREAMS="${peer}"
 
 # The Kafka tests talk to a real broker; it runs for the length of the suite.
