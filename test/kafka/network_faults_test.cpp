@@ -12,6 +12,7 @@
 // the proxy are stopped on every path.
 
 #include "kafka_test_support.hpp"
+#include "../support/fault_proxy.hpp"
 #include "../support/temp_dir.hpp"
 
 #include <strata/kafka/admin.hpp>
@@ -46,82 +47,6 @@ constexpr int proxy_port = 19894;
 const std::string proxy_bootstrap = "127.0.0.1:" + std::to_string(proxy_port);
 
 std::string key_of(int i) { return "r" + std::to_string(i); }
-
-/// test/support/tcp_proxy.py, found next to this source file.
-std::string proxy_script() {
-    if (const char* p = std::getenv("STRATA_TCP_PROXY"); p != nullptr && *p != '\0') return p;
-    return (std::filesystem::path(__FILE__).parent_path().parent_path() / "support" / "tcp_proxy.py").string();
-}
-
-/// The proxy as a child process, driven through its control socket; killed
-/// (SIGTERM, then SIGKILL) and reaped when it goes out of scope.
-class proxy_process {
-public:
-    explicit proxy_process(std::string control) : control_(std::move(control)) {
-        const std::string script = proxy_script();
-        REQUIRE(std::filesystem::exists(script));
-        const std::string port = std::to_string(proxy_port), target = std::to_string(broker_port);
-        pid_ = ::fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            ::execlp("python3", "python3", script.c_str(), "--port", port.c_str(), "--target", target.c_str(),
-                     "--control", control_.c_str(), static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        // Ready once the control socket answers.
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-        std::string answer;
-        while (!try_command("status", answer)) {
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                FAIL("the proxy exited at startup (port " << proxy_port << " in use?)");
-            }
-            REQUIRE(std::chrono::steady_clock::now() < deadline);
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    proxy_process(const proxy_process&) = delete;
-    proxy_process& operator=(const proxy_process&) = delete;
-    ~proxy_process() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGTERM);
-        for (int i = 0; i < 50; ++i) {
-            if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-    }
-
-    /// Switches the mode ("pass", "delay 50", "stall", "drop", "refuse");
-    /// throws unless the proxy answers "ok".
-    void set(const std::string& command) const {
-        std::string answer;
-        if (!try_command(command, answer) || answer.rfind("ok", 0) != 0)
-            throw std::runtime_error("proxy command '" + command + "' failed: " + answer);
-    }
-
-private:
-    bool try_command(const std::string& command, std::string& answer) const {
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-        if (fd < 0) return false;
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        std::strncpy(addr.sun_path, control_.c_str(), sizeof(addr.sun_path) - 1);
-        bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-        const std::string line = command + "\n";
-        ok = ok && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-        answer.clear();
-        char c = 0;
-        while (ok && ::read(fd, &c, 1) == 1 && c != '\n') answer += c;
-        ::close(fd);
-        return ok && !answer.empty();
-    }
-
-    std::string control_;
-    pid_t pid_ = -1;
-};
 
 /// The dedicated broker: the broker script with this test's ports and run
 /// dir, advertising the proxy. Stopped when it goes out of scope.
@@ -210,7 +135,12 @@ TEST_CASE("network faults through a proxy: flush returns or throws, nothing ackn
     test_support::temp_dir dir;
     // The proxy first, in pass mode: the broker's readiness probe asks the
     // broker for metadata, which names the proxy's address.
-    proxy_process proxy((dir / "proxy.sock").string());
+    test_support::fault_proxy::options proxied;
+    proxied.port = proxy_port;
+    proxied.target = broker_port;
+    proxied.control = dir / "proxy.sock";
+    proxied.log = dir / "proxy.log";
+    const test_support::fault_proxy proxy(proxied);
     dedicated_broker broker(script, dir / "kafka-run");
     REQUIRE(broker.run("start") == 0);
 

@@ -27,11 +27,6 @@ using namespace runtime_test;
 
 namespace {
 
-/// test/support/tcp_proxy.py, found next to this source file.
-std::string proxy_script() {
-    return (std::filesystem::path(__FILE__).parent_path().parent_path() / "support" / "tcp_proxy.py").string();
-}
-
 /// The newest `started` line of each task over the instances, as of `until_ms`: task -> instance.
 std::map<std::string, std::size_t> owners(std::vector<std::unique_ptr<instance_process>>& instances,
                                           std::int64_t until_ms) {
@@ -69,7 +64,7 @@ TEST_CASE("runtime: exactly-once, an instance cut off by a network partition twi
     const std::string input = kafka_test::make_topic("partition-in", partitions, {{"cleanup.policy", "delete"}});
     const std::string output = kafka_test::make_topic("partition-out", partitions, {{"cleanup.policy", "delete"}});
     test_support::own_network net("strata-" + std::to_string(::getpid()) + "-p", kafka_test::bootstrap(),
-                                  proxy_script(), dir / "proxy.log");
+                                  test_support::fault_proxy_script(), dir / "proxy.log");
 
     const auto args = [&](int i) {
         return std::vector<std::string>{aggregate_app(), "--bootstrap", kafka_test::bootstrap(), "--app", app,
