@@ -21,21 +21,14 @@
 #include <strata/kafka/transaction.hpp>
 
 #include <chrono>
-#include <csignal>
 #include <exception>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
-
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace kafka = strata::kafka;
 
