@@ -126,6 +126,18 @@ TEST_CASE("queries: reads from other threads see whole records and the final sta
                     if (res->first != res->second) ++torn;
                 }
             });
+        // A failed REQUIRE below throws: the readers stop and are joined on
+        // the way out, or their destructors would end the process without
+        // Catch2's report of the failure.
+        struct stop_readers {
+            std::atomic<bool>& done;
+            std::vector<std::thread>& readers;
+            ~stop_readers() {
+                done = true;
+                for (auto& t : readers)
+                    if (t.joinable()) t.join();
+            }
+        } stopper{done, readers};
         for (std::int64_t i = 0; i < 20'000; ++i) w.write(i, keys);
         w.flush();
         REQUIRE(await_committed(app_id, input, w.written(), 60s));
