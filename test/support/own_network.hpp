@@ -32,7 +32,7 @@ public:
                 const std::filesystem::path& log)
         : ns_(std::move(ns)) {
         const int port = std::stoi(bootstrap.substr(bootstrap.rfind(':') + 1));
-        (void)std::system(("ip netns del " + ns_ + " 2>/dev/null").c_str());  // left over from a run that died
+        remove_namespace();  // left over from a run that died
         if (std::system(("ip netns add " + ns_).c_str()) != 0 ||
             std::system(("ip -n " + ns_ + " link set lo up").c_str()) != 0)
             throw std::runtime_error("cannot make network namespace " + ns_ + " (root and iproute2 are needed)");
@@ -45,7 +45,7 @@ public:
                 .netns = ns_,
                 .script = proxy});
         } catch (...) {
-            (void)std::system(("ip netns del " + ns_ + " 2>/dev/null").c_str());
+            remove_namespace();
             throw;
         }
     }
@@ -53,7 +53,7 @@ public:
     own_network& operator=(const own_network&) = delete;
     ~own_network() {
         proxy_.reset();
-        (void)std::system(("ip netns del " + ns_ + " 2>/dev/null").c_str());
+        remove_namespace();
     }
 
     /// @brief Whether this machine can make one (root, with `ip`).
@@ -68,6 +68,8 @@ public:
     void heal() { proxy_->set("pass"); }
 
 private:
+    void remove_namespace() const { (void)std::system(("ip netns del " + ns_ + " 2>/dev/null").c_str()); }
+
     std::string ns_;
     std::unique_ptr<fault_proxy> proxy_;
 };
