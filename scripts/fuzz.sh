@@ -25,6 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${STRATA_FUZZ_BUILD_DIR:-${root}/build-fuzz}"
 jobs="${STRATA_FUZZ_JOBS:-2}"
+((jobs >= 1)) || jobs=1  # the build's -j and the fuzzers at once: 0 would stop both
 max_len="${STRATA_FUZZ_MAX_LEN:-4096}"
 malloc_limit="${STRATA_FUZZ_MALLOC_LIMIT_MB:-64}"
 rss_limit="${STRATA_FUZZ_RSS_LIMIT_MB:-2048}"
