@@ -331,6 +331,12 @@ cmd_start() {
   local log_start=0
   [[ -f "${server_log}" ]] && log_start="$(wc -c <"${server_log}")"
 
+  # A broker keeps up to four files open per partition (log, offset, time
+  # and, once a transaction was aborted there, transaction index): at
+  # 11,000 partitions the machine's 20,000 descriptors ran out ("Too many
+  # open files") and the broker shut down. Kafka's documentation asks for
+  # 100,000; root may raise the limit, anyone else gets the hard limit.
+  ulimit -n 100000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
   # setsid: the broker gets its own session, so a test runner that signals
   # its process group (Ctrl-C, a timeout) does not take the broker with it.
   # 9>&- 8>&-: the broker must not inherit (and hold forever) our lock files.

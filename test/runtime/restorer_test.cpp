@@ -12,11 +12,13 @@
 #include <strata/runtime/detail/restorer.hpp>
 #include <strata/stores/hash_map_store.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,9 +32,11 @@ namespace kafka = strata::kafka;
 using kv = strata::hash_map_store<std::string, std::string>;
 using logged_kv = decltype(std::declval<kv>() | strata::logged(std::declval<kafka::changelog&>()));
 
-/// Writes records k<from>..k<to - 1> = v<i><suffix> to the topic; returns its end.
-strata::offset_t write(const std::string& topic, int from, int to, const std::string& suffix = "") {
-    kafka::changelog log(kafka_test::log_options(topic));
+/// Writes records k<from>..k<to - 1> = v<i><suffix> to the topic's
+/// partition; returns its end.
+strata::offset_t write(const std::string& topic, int from, int to, const std::string& suffix = "",
+                       std::int32_t partition = 0) {
+    kafka::changelog log(kafka_test::log_options(topic, partition));
     auto s = kv("w") | strata::logged(log);
     for (int i = from; i < to; ++i) s.put("k" + std::to_string(i), "v" + std::to_string(i) + suffix);
     return s.flush();
@@ -43,11 +47,13 @@ strata::offset_t write(const std::string& topic, int from, int to, const std::st
 class kv_task final : public rt::task {
 public:
     /// @param reader the reader its changelog reads through (none: one of its own)
-    kv_task(std::int32_t partition, std::string topic, std::shared_ptr<kafka::changelog_reader> reader = {})
-        : task(partition), topic_(std::move(topic)), reader_(std::move(reader)) {}
+    /// @param log_partition the partition of `topic` it is logged to
+    kv_task(std::int32_t partition, std::string topic, std::shared_ptr<kafka::changelog_reader> reader = {},
+            std::int32_t log_partition = 0)
+        : task(partition), topic_(std::move(topic)), reader_(std::move(reader)), log_partition_(log_partition) {}
 
     void build_stores() {
-        kafka::changelog_options o = kafka_test::log_options(topic_);
+        kafka::changelog_options o = kafka_test::log_options(topic_, log_partition_);
         o.reader = reader_;
         log_.emplace(std::move(o));
         store_.emplace(kv("kv") | strata::logged(*log_));
@@ -75,6 +81,7 @@ public:
 private:
     std::string topic_;
     std::shared_ptr<kafka::changelog_reader> reader_;
+    std::int32_t log_partition_;
     std::optional<kafka::changelog> log_;
     std::optional<logged_kv> store_;
 };
@@ -85,9 +92,15 @@ struct harness {
                      std::chrono::milliseconds tail_interval = 50ms)
         : restore(
               [](rt::task& t) { static_cast<kv_task&>(t).build_stores(); },
-              [this, prepare = std::move(prepare)](rt::task& t) {
-                  ++prepared;
-                  if (prepare) prepare(t);
+              [this, prepare = std::move(prepare)](std::span<rt::task* const> tasks) {
+                  {
+                      const std::lock_guard lock(batches_mutex);
+                      batches.push_back(tasks.size());
+                  }
+                  for (rt::task* t : tasks) {
+                      ++prepared;
+                      if (prepare) prepare(*t);
+                  }
               },
               registry, [this](const rt::restore_event& e) { events.fetch_add(1); (void)e; }, batch, tail_interval) {}
 
@@ -102,7 +115,15 @@ struct harness {
         }
     }
 
+    /// The sizes of the batches prepared, in turn.
+    std::vector<std::size_t> prepared_batches() const {
+        const std::lock_guard lock(batches_mutex);
+        return batches;
+    }
+
     strata::metrics::registry registry;
+    mutable std::mutex batches_mutex;
+    std::vector<std::size_t> batches;
     std::atomic<int> prepared{0};
     std::atomic<int> events{0};
     rt::detail::restorer restore;
@@ -234,4 +255,69 @@ TEST_CASE("restorer: a standby whose changelog lost records it had not read is r
     CHECK_FALSE(h.restore.promote(*t));
     h.restore.cancel(*t);
     CHECK(h.ready(500ms).empty());
+}
+
+TEST_CASE("restorer: tasks that wait together are prepared in one call, and one cancelled meanwhile is never "
+          "handed over",
+          "[runtime][restorer]") {
+    // More tasks than the restorer opens replays for at once (64), one
+    // store each, over one reader as an instance's are.
+    constexpr int n = 80;
+    const std::string topic = kafka_test::make_topic("restorer-batch", n);
+    for (int p = 0; p < n; ++p) write(topic, 0, 3 + p % 4, "-p" + std::to_string(p), p);
+    auto reader = std::make_shared<kafka::changelog_reader>(kafka_test::log_options(topic));
+
+    // The first prepare of each of the first two batches waits for the test.
+    std::atomic<int> calls{0};
+    std::atomic<bool> go_first{false}, go_second{false};
+    harness h(500, [&](rt::task&) {
+        const int call = ++calls;
+        std::atomic<bool>& go = call == 1 ? go_first : go_second;
+        if (call <= 2)
+            while (!go) std::this_thread::sleep_for(5ms);
+    });
+    std::vector<std::shared_ptr<kv_task>> tasks;
+    for (int p = 0; p < n; ++p) tasks.push_back(std::make_shared<kv_task>(p, topic, reader, p));
+
+    h.restore.add(tasks[0]);
+    REQUIRE(eventually([&] { return calls == 1; }));
+    for (int p = 1; p < n; ++p) h.restore.add(tasks[p]);  // wait while the first is prepared
+    go_first = true;
+    REQUIRE(eventually([&] { return calls == 2; }));  // the other 79, in one batch
+
+    // A task of a batch being prepared: cancel waits until the restore
+    // thread lets go of it.
+    std::atomic<bool> cancelled{false};
+    std::thread canceller([&] {
+        h.restore.cancel(*tasks[50]);
+        cancelled = true;
+    });
+    std::this_thread::sleep_for(200ms);
+    CHECK_FALSE(cancelled);
+    go_second = true;
+    canceller.join();
+    // And one among the last, probably built and waiting for replays to open.
+    h.restore.cancel(*tasks[79]);
+
+    std::vector<std::shared_ptr<rt::task>> got;
+    REQUIRE(eventually([&] {
+        auto more = h.restore.take_ready();
+        got.insert(got.end(), more.begin(), more.end());
+        if (auto f = h.restore.failure()) std::rethrow_exception(f);
+        return got.size() >= n - 2;
+    }));
+    CHECK(h.ready(300ms).empty());
+    CHECK(got.size() == n - 2);
+    CHECK(h.prepared_batches() == std::vector<std::size_t>{1, n - 1});
+    for (int p = 0; p < n; ++p) {
+        const bool handed = std::find(got.begin(), got.end(), tasks[p]) != got.end();
+        if (p == 50 || p == 79) {
+            CHECK_FALSE(handed);
+            continue;
+        }
+        CHECK(handed);
+        CHECK(tasks[p]->size() == static_cast<std::size_t>(3 + p % 4));
+        CHECK(tasks[p]->get("k0") == "v0-p" + std::to_string(p));
+    }
+    CHECK(tasks[50]->size() == 0);  // built, never restored
 }

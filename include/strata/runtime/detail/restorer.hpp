@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -47,11 +48,12 @@ class restorer {
 public:
     /// Builds a task's stores (the factory runs here, on the restore thread).
     using build_fn = std::function<void(task&)>;
-    /// Looks up what the processing thread needs to start the task (its
-    /// committed input offsets); may block on the broker. It runs before
-    /// the restore reads where the changelogs end, so that the restore
-    /// covers every change those offsets commit (runtime-design I3).
-    using prepare_fn = std::function<void(task&)>;
+    /// Looks up what the processing thread needs to start each task (its
+    /// committed input offsets), for several active tasks at once (one
+    /// request for all of them, not one each); may block on the broker. It
+    /// runs before the restore reads where the changelogs end, so that the
+    /// restore covers every change those offsets commit (runtime-design I3).
+    using prepare_fn = std::function<void(std::span<task* const>)>;
 
     restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
              std::size_t slice_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100))
@@ -89,11 +91,15 @@ public:
             return true;
         }
         // A stale standby is not promoted: the task starts anew instead. One
-        // the restore thread has in hand, taken from the pending list and
-        // not yet among the jobs, is held too: its job takes the promotion
-        // once it is there (step()).
+        // the restore thread has in hand or has started, taken from the
+        // pending list and not yet among the jobs, is held too: its job
+        // takes the promotion once it is there (step()).
         const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
-        const bool held = it != jobs_.end() ? !it->lost : current_ == &t;
+        const bool held =
+            it != jobs_.end() ? !it->lost
+                              : current_ == &t || std::find(in_hand_.begin(), in_hand_.end(), &t) != in_hand_.end() ||
+                                    std::any_of(started_.begin(), started_.end(),
+                                                [&](const started_task& s) { return s.t.get() == &t; });
         if (held) promoted_.push_back(&t);
         wake_.notify_all();
         return held;
@@ -105,8 +111,9 @@ public:
         std::unique_lock lock(mutex_);
         std::erase_if(pending_, [&](const auto& p) { return p.first.get() == &t; });
         std::erase_if(ready_, [&](const auto& p) { return p.get() == &t; });
+        std::erase_if(started_, [&](const started_task& s) { return s.t.get() == &t; });
         const auto held = [&] {
-            return current_ == &t ||
+            return current_ == &t || std::find(in_hand_.begin(), in_hand_.end(), &t) != in_hand_.end() ||
                    std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
         };
         if (!held()) return;
@@ -155,6 +162,14 @@ private:
         bool lost = false;  // a stale standby, waiting to be replaced (see lost_standby)
     };
 
+    /// A task built and looked up (prepared, its changelogs' bounds known)
+    /// with others, waiting for its replays to be opened.
+    struct started_task {
+        std::shared_ptr<task> t;
+        bool standby = false;
+        std::vector<kafka::partition_bounds> bounds;  // of its logged stores' changelogs, in order
+    };
+
     void enqueue(std::shared_ptr<task> t, bool standby) {
         {
             const std::lock_guard lock(mutex_);
@@ -169,8 +184,8 @@ private:
             {
                 std::unique_lock lock(mutex_);
                 const auto ready = [&] {
-                    return stopping_ || !pending_.empty() || !promoted_.empty() || !cancelled_.empty() ||
-                           (!jobs_.empty() && !idle_until);
+                    return stopping_ || !pending_.empty() || !started_.empty() || !promoted_.empty() ||
+                           !cancelled_.empty() || (!jobs_.empty() && !idle_until);
                 };
                 if (idle_until) wake_.wait_until(lock, *idle_until, ready);
                 else wake_.wait(lock, ready);
@@ -183,6 +198,7 @@ private:
                 const std::lock_guard lock(mutex_);
                 failure_ = std::current_exception();
                 current_ = nullptr;
+                in_hand_.clear();
                 done_.notify_all();
                 return;
             }
@@ -198,26 +214,68 @@ private:
     /// stores took 54 s, 5 ms a store. The bound keeps what librdkafka
     /// queues for open replays in check; standbys opened count towards it
     /// too, so that thousands of them waiting do not hold up the slices of
-    /// the tasks started already.
+    /// the tasks started already. Tasks are built and looked up in batches
+    /// (start_batch) ahead of their replays.
     void start_pending() {
         std::size_t standby_replays = 0;  // opened by this call
         for (;;) {
-            std::pair<std::shared_ptr<task>, bool> next;
+            bool batch = false;
             {
                 const std::lock_guard lock(mutex_);
-                if (stopping_ || pending_.empty()) return;
-                next = std::move(pending_.front());
-                pending_.erase(pending_.begin());
-                current_ = next.first.get();
+                if (stopping_ || (started_.empty() && pending_.empty())) return;
+                batch = started_.empty();
             }
-            const bool standby = next.second;
+            if (batch) start_batch();
+            started_task next;
+            {
+                const std::lock_guard lock(mutex_);
+                if (stopping_) return;
+                if (started_.empty()) continue;  // the batch was cancelled
+                next = std::move(started_.front());
+                started_.erase(started_.begin());
+                current_ = next.t.get();
+            }
+            const bool standby = next.standby;
             const std::size_t jobs_before = jobs_.size();
-            start(std::move(next.first), standby);
+            open_replays(std::move(next));
             release_current();
             if (standby && jobs_.size() > jobs_before) standby_replays += jobs_.back().stores.size();
             if (open_active_replays() + standby_replays >= max_open_replays) return;
         }
     }
+
+    /// Builds up to `max_batch` waiting tasks, prepares the active ones
+    /// together, then looks up the bounds of all their changelogs together
+    /// (after prepare: runtime-design I3), one request per reader for the
+    /// whole batch. One task at a time, an instance restarting 1,000 tasks
+    /// of ten stores spent 10.5 s of its 17 s in these lookups (7.6 ms a
+    /// task preparing, 2.9 ms on bounds), five requests a task.
+    void start_batch() {
+        std::vector<std::pair<std::shared_ptr<task>, bool>> batch;
+        {
+            const std::lock_guard lock(mutex_);
+            const auto n = static_cast<std::ptrdiff_t>(std::min(pending_.size(), max_batch));
+            batch.assign(std::make_move_iterator(pending_.begin()), std::make_move_iterator(pending_.begin() + n));
+            pending_.erase(pending_.begin(), pending_.begin() + n);
+            for (const auto& b : batch) in_hand_.push_back(b.first.get());
+        }
+        for (const auto& [t, standby] : batch)
+            if (!cancelled(*t)) build_(*t);
+        std::erase_if(batch, [&](const auto& b) { return cancelled(*b.first); });
+        std::vector<task*> active;
+        for (const auto& [t, standby] : batch)
+            if (!standby) active.push_back(t.get());
+        if (!active.empty()) prepare_(active);
+        std::vector<std::vector<kafka::partition_bounds>> bounds = bounds_of(batch);
+        const std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            if (std::find(cancelled_.begin(), cancelled_.end(), batch[i].first.get()) == cancelled_.end())
+                started_.push_back({std::move(batch[i].first), batch[i].second, std::move(bounds[i])});
+        in_hand_.clear();
+        done_.notify_all();
+    }
+
+    static constexpr std::size_t max_batch = 256;
 
     /// Replays of active tasks' stores open and not read to their end.
     [[nodiscard]] std::size_t open_active_replays() const {
@@ -251,21 +309,19 @@ private:
         return true;
     }
 
-    /// Builds the task's stores and readies a replay for each logged one.
-    void start(std::shared_ptr<task> t, bool standby) {
-        build_(*t);
-        if (cancelled(*t)) return;
-        job j{std::move(t), standby, {}, false};
-        if (!standby) prepare_(*j.t);
+    /// Readies a replay for each logged store of a task built and looked up.
+    void open_replays(started_task st) {
+        job j{std::move(st.t), st.standby, {}, false};
+        const bool standby = j.standby;
         std::optional<checkpoint_file> checkpoints;
         if (!j.t->checkpoint_path.empty()) checkpoints.emplace(j.t->checkpoint_path);
         j.stores.reserve(j.t->stores().size());
-        const std::vector<kafka::partition_bounds> known = bounds_of(*j.t, standby);
         std::size_t logged = 0;
         for (const auto& port : j.t->stores()) {
             kafka::changelog* log = port->changelog();
             if (log == nullptr) continue;
-            const kafka::partition_bounds* b = known.empty() ? nullptr : &known[logged++];
+            const kafka::partition_bounds* b = logged < st.bounds.size() ? &st.bounds[logged] : nullptr;
+            ++logged;
             offset_t from = 0;
             if (const std::optional<offset_t> own = port->committed_offset()) from = *own;
             else if (port->persistent() && checkpoints) from = checkpoints->load(port->name(), j.t->partition()).value_or(0);
@@ -278,23 +334,37 @@ private:
         jobs_.push_back(std::move(j));
     }
 
-    /// The bounds of every logged store's changelog of `t`, asked for at
-    /// once (an instance starting 1,000 tasks of ten stores made 20,000
-    /// lookups one after another, two per store); nothing when the task has
-    /// one logged store, or its changelogs do not share one reader.
-    [[nodiscard]] static std::vector<kafka::partition_bounds> bounds_of(const task& t, bool standby) {
-        std::vector<std::pair<std::string, std::int32_t>> partitions;
-        kafka::changelog_reader* reader = nullptr;
-        for (const auto& port : t.stores()) {
-            const kafka::changelog* log = port->changelog();
-            if (log == nullptr) continue;
-            kafka::changelog_reader& r = standby ? log->follower() : log->reader();
-            if (reader != nullptr && reader != &r) return {};
-            reader = &r;
-            partitions.emplace_back(log->topic(), log->partition());
+    /// The bounds of every logged store's changelog of each task of a
+    /// batch, in the order of its stores: one lookup per reader (an
+    /// instance's tasks share two, the active tasks' and the standbys').
+    [[nodiscard]] static std::vector<std::vector<kafka::partition_bounds>> bounds_of(
+        const std::vector<std::pair<std::shared_ptr<task>, bool>>& batch) {
+        struct lookup {
+            kafka::changelog_reader* reader;
+            std::vector<std::pair<std::string, std::int32_t>> partitions;
+            std::vector<std::pair<std::size_t, std::size_t>> to;  // (task, store) of each partition
+        };
+        std::vector<lookup> lookups;
+        std::vector<std::vector<kafka::partition_bounds>> out(batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const auto& [t, standby] = batch[i];
+            std::size_t logged = 0;
+            for (const auto& port : t->stores()) {
+                const kafka::changelog* log = port->changelog();
+                if (log == nullptr) continue;
+                kafka::changelog_reader* r = standby ? &log->follower() : &log->reader();
+                auto it = std::find_if(lookups.begin(), lookups.end(), [&](const lookup& l) { return l.reader == r; });
+                if (it == lookups.end()) it = lookups.insert(lookups.end(), lookup{r, {}, {}});
+                it->partitions.emplace_back(log->topic(), log->partition());
+                it->to.emplace_back(i, logged++);
+            }
+            out[i].resize(logged);
         }
-        if (partitions.size() < 2) return {};
-        return reader->bounds(partitions);
+        for (const lookup& l : lookups) {
+            const std::vector<kafka::partition_bounds> found = l.reader->bounds(l.partitions);
+            for (std::size_t k = 0; k < found.size(); ++k) out[l.to[k].first][l.to[k].second] = found[k];
+        }
+        return out;
     }
 
     /// Reads the store's changelog from where it is up to the end as of now
@@ -364,7 +434,8 @@ private:
                 continue;
             }
             if (j.standby && take_promotion(*j.t)) {
-                prepare_(*j.t);
+                task* promoted = j.t.get();
+                prepare_(std::span<task* const>(&promoted, 1));
                 bool whole = true;
                 for (detail::store_replay& s : j.stores) {
                     // The promoted restore reports only the rest, up to the
@@ -479,6 +550,8 @@ private:
     std::condition_variable wake_;
     std::condition_variable done_;
     std::vector<std::pair<std::shared_ptr<task>, bool>> pending_;  // (task, standby)
+    std::vector<const task*> in_hand_;     // a batch the restore thread builds and looks up
+    std::vector<started_task> started_;    // built and looked up, their replays not yet opened
     std::vector<job> jobs_;  // touched by the restore thread; the mutex guards resizing
     std::vector<std::shared_ptr<task>> ready_;
     const task* current_ = nullptr;        // the task the restore thread is building or restoring
