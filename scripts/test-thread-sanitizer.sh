@@ -19,7 +19,8 @@ bash "${root}/scripts/setup.sh" --with-clang >/dev/null
 # The restorer, standbys and handoffs it exercises run here in
 # runtime_failover_test.
 targets=(runtime_queries_test runtime_application_test runtime_failover_test
-         runtime_local_state_test runtime_bad_records_test gateway_gateway_test http_server_test)
+         runtime_local_state_test runtime_bad_records_test runtime_restorer_test gateway_gateway_test
+         http_server_test)
 CXX=clang++-15 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSTRATA_SANITIZE=thread >/dev/null
 cmake --build "${build}" -j "$(nproc)" --target "${targets[@]}"

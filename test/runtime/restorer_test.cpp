@@ -56,8 +56,9 @@ public:
         kafka::changelog_options o = kafka_test::log_options(topic_, log_partition_);
         o.reader = reader_;
         log_.emplace(std::move(o));
-        store_.emplace(kv("kv") | strata::logged(*log_));
+        // Under the task's lock: the test reads store_ from its own thread.
         const std::lock_guard lock(mutex());
+        store_.emplace(kv("kv") | strata::logged(*log_));
         stores_.push_back(std::make_unique<rt::detail::store_port_of<logged_kv>>(*store_));
         built_ = true;
     }
