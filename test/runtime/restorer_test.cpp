@@ -322,3 +322,52 @@ TEST_CASE("restorer: tasks that wait together are prepared in one call, and one 
     }
     CHECK(tasks[50]->size() == 0);  // built, never restored
 }
+
+TEST_CASE("restorer: standbys promoted together are prepared in one call and handed over with what they were behind",
+          "[runtime][restorer]") {
+    constexpr int n = 5;
+    const std::string topic = kafka_test::make_topic("restorer-promote-batch", n + 1);
+    for (int p = 0; p < n; ++p) write(topic, 0, 100, "", p);
+    auto reader = std::make_shared<kafka::changelog_reader>(kafka_test::log_options(topic));
+
+    // The first prepare (an active task's, partition n) waits for the test,
+    // which promotes every standby meanwhile.
+    std::atomic<int> calls{0};
+    std::atomic<bool> go{false};
+    harness h(500, [&](rt::task&) {
+        if (++calls == 1)
+            while (!go) std::this_thread::sleep_for(5ms);
+    });
+    std::vector<std::shared_ptr<kv_task>> standbys;
+    for (int p = 0; p < n; ++p) {
+        standbys.push_back(std::make_shared<kv_task>(p, topic, reader, p));
+        h.restore.add_standby(standbys.back());
+    }
+    REQUIRE(eventually([&] {
+        return std::all_of(standbys.begin(), standbys.end(),
+                           [](const auto& t) { return t->size() == 100 && t->standby_lag() == 0; });
+    }));
+    CHECK(h.prepared == 0);
+
+    auto active = std::make_shared<kv_task>(n, topic, reader, n);
+    h.restore.add(active);
+    REQUIRE(eventually([&] { return calls == 1; }));
+    for (int p = 0; p < n; ++p) write(topic, 100, 110, "-last", p);  // behind by ten each
+    for (const auto& t : standbys) REQUIRE(h.restore.promote(*t));
+    go = true;
+
+    std::vector<std::shared_ptr<rt::task>> got;
+    REQUIRE(eventually([&] {
+        auto more = h.restore.take_ready();
+        got.insert(got.end(), more.begin(), more.end());
+        if (auto f = h.restore.failure()) std::rethrow_exception(f);
+        return got.size() >= n + 1;
+    }));
+    CHECK(got.size() == n + 1);
+    CHECK(h.prepared_batches() == std::vector<std::size_t>{1, n});
+    for (const auto& t : standbys) {
+        CHECK(std::find(got.begin(), got.end(), t) != got.end());
+        CHECK(t->size() == 110);
+        CHECK(t->get("k109") == "v109-last");
+    }
+}
