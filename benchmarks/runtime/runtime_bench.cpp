@@ -1387,7 +1387,9 @@ void cmd_kills(const args& a) {
         }
         failovers.push_back(f);
         if (how == "partition") nets.at(name)->heal();  // it rejoins with what it kept
-        else cs[victim] = space.start(name);  // the same instance id and state directory again
+        // The same instance id and state directory again; its logs apart
+        // (<app>-<instance>-after<k>.out), so every incarnation's are kept.
+        else cs[victim] = space.start(name, "-after" + std::to_string(k));
     }
 
     writer.finish();
