@@ -67,12 +67,6 @@ options parse(int argc, char** argv) {
     return o;
 }
 
-void set(rd_kafka_conf_t* c, const char* name, const std::string& value) {
-    char err[512];
-    if (rd_kafka_conf_set(c, name, value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
-        throw kafka::error(std::string("set ") + name + ": " + err, RD_KAFKA_RESP_ERR__INVALID_ARG);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -87,32 +81,22 @@ int main(int argc, char** argv) try {
         (void)kafka::ensure_topic(topics.back(), to);
     }
 
-    rd_kafka_conf_t* c = rd_kafka_conf_new();
-    set(c, "bootstrap.servers", o.bootstrap);
-    set(c, "linger.ms", "5");
-    set(c, "enable.idempotence", "true");
-    set(c, "acks", "all");
-    set(c, "message.timeout.ms", "60000");
-    if (o.transactional) {
-        set(c, "transactional.id", o.prefix + "-txn");
-        set(c, "transaction.timeout.ms", "60000");
-    }
-    char err[512];
-    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-    if (rk == nullptr) throw kafka::error(std::string("producer: ") + err, RD_KAFKA_RESP_ERR__INVALID_ARG);
-    const auto check = [](rd_kafka_error_t* e, const char* what) {
-        if (e == nullptr) return;
-        const std::string text = rd_kafka_error_string(e);
-        rd_kafka_error_destroy(e);
-        throw kafka::error(std::string(what) + ": " + text, RD_KAFKA_RESP_ERR__FAIL);
-    };
-    if (o.transactional) check(rd_kafka_init_transactions(rk, 60'000), "init_transactions");
+    kafka::conf c;
+    c.set("bootstrap.servers", o.bootstrap)
+        .set("linger.ms", "5")
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("message.timeout.ms", "60000");
+    if (o.transactional) c.set("transactional.id", o.prefix + "-txn").set("transaction.timeout.ms", "60000");
+    const kafka::client producer(RD_KAFKA_PRODUCER, std::move(c));
+    rd_kafka_t* rk = producer.get();
+    if (o.transactional) kafka::check(rd_kafka_init_transactions(rk, 60'000), "init_transactions");
 
     const std::string payload(100, 'x');
     std::vector<double> ms;
     // Round 0 warms up: metadata of every partition, connections.
     for (int round = 0; round <= o.rounds; ++round) {
-        if (o.transactional) check(rd_kafka_begin_transaction(rk), "begin_transaction");
+        if (o.transactional) kafka::check(rd_kafka_begin_transaction(rk), "begin_transaction");
         const auto start = clock_type::now();
         for (const std::string& topic : topics)
             for (int p = 0; p < o.partitions; ++p) {
@@ -128,13 +112,11 @@ int main(int argc, char** argv) try {
                     rd_kafka_poll(rk, 10);
                 }
             }
-        if (o.transactional) check(rd_kafka_commit_transaction(rk, 120'000), "commit_transaction");
-        else if (const rd_kafka_resp_err_t e = rd_kafka_flush(rk, 120'000); e != RD_KAFKA_RESP_ERR_NO_ERROR)
-            throw kafka::error("flush", e);
+        if (o.transactional) kafka::check(rd_kafka_commit_transaction(rk, 120'000), "commit_transaction");
+        else kafka::check(rd_kafka_flush(rk, 120'000), "flush");
         const double took = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
         if (round > 0) ms.push_back(took);
     }
-    rd_kafka_destroy(rk);
 
     std::sort(ms.begin(), ms.end());
     std::printf("{\"command\":\"fanout_flush\",\"topics\":%d,\"partitions_per_topic\":%d,\"partitions\":%d,"

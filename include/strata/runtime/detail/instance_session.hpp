@@ -58,8 +58,9 @@ struct instance_session {
           commit_port(consumer, out, producer, c.session_timeout / 4),
           committer(committer_settings(c, coordination, heartbeats), commit_port, reg),
           takeover(c, reg),
-          restore(std::move(h.build), [this](std::span<task* const> tasks) { takeover.prepare(tasks); }, reg, std::move(h.on_restore),
-                  c.restore_slice_records) {
+          restore(
+              std::move(h.build), [this](std::span<task* const> tasks) { takeover.prepare(tasks); }, reg,
+              std::move(h.on_restore), c.restore_slice_records) {
         if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
     }
 

@@ -95,11 +95,10 @@ public:
         // pending list and not yet among the jobs, is held too: its job
         // takes the promotion once it is there (step()).
         const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
-        const bool held =
-            it != jobs_.end() ? !it->lost
-                              : current_ == &t || std::find(in_hand_.begin(), in_hand_.end(), &t) != in_hand_.end() ||
-                                    std::any_of(started_.begin(), started_.end(),
-                                                [&](const started_task& s) { return s.t.get() == &t; });
+        const bool held = it != jobs_.end()
+                              ? !it->lost
+                              : in_hand(t) || std::any_of(started_.begin(), started_.end(),
+                                                          [&](const started_task& s) { return s.t.get() == &t; });
         if (held) promoted_.push_back(&t);
         wake_.notify_all();
         return held;
@@ -113,8 +112,7 @@ public:
         std::erase_if(ready_, [&](const auto& p) { return p.get() == &t; });
         std::erase_if(started_, [&](const started_task& s) { return s.t.get() == &t; });
         const auto held = [&] {
-            return current_ == &t || std::find(in_hand_.begin(), in_hand_.end(), &t) != in_hand_.end() ||
-                   std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
+            return in_hand(t) || std::any_of(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.t.get() == &t; });
         };
         if (!held()) return;
         cancelled_.push_back(&t);
@@ -161,6 +159,12 @@ private:
         std::vector<detail::store_replay> stores;
         bool lost = false;  // a stale standby, waiting to be replaced (see lost_standby)
     };
+
+    /// Whether the restore thread is building, looking up or opening `t`
+    /// (called with the mutex held).
+    [[nodiscard]] bool in_hand(const task& t) const {
+        return current_ == &t || std::find(in_hand_.begin(), in_hand_.end(), &t) != in_hand_.end();
+    }
 
     /// A task built and looked up (prepared, its changelogs' bounds known)
     /// with others, waiting for its replays to be opened.
@@ -500,6 +504,10 @@ private:
     /// five requests and two more per store: 250 ms a task on an instance
     /// whose 500 tasks were all promoted standbys.
     void promote_waiting() {
+        {
+            const std::lock_guard lock(mutex_);
+            if (promoted_.empty()) return;  // runs every pass: no look through thousands of standbys for nothing
+        }
         std::vector<job*> promoted;
         for (job& j : jobs_)
             if (j.standby && !j.lost && take_promotion(*j.t) && !cancelled(*j.t)) promoted.push_back(&j);
