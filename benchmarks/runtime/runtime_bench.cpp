@@ -370,6 +370,7 @@ struct system_options {
                                           std::to_string(transaction_ms), "--standbys", std::to_string(standbys)};
             if (guarantee == "exactly_once") v.emplace_back("--exactly-once");
             if (stores == 10) v.emplace_back("--ten-stores");
+            v.emplace_back("--notes");  // the coordination's notes, in each instance's .err log
             v.emplace_back("--threads");
             v.emplace_back(std::to_string(threads));
             if (liveness_ms != 0) {

@@ -195,7 +195,7 @@ MUTANTS = [
            tests=r"^kafka_fencing_test$", kafka=True),
 
     # --- the runtime: commits
-    mutant("store-commit-before-transaction", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts) {"],
+    mutant("store-commit-before-transaction", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts, commit_kind kind = commit_kind::handover) {"],
            "under exactly-once, stores that keep their committed offset in their own data (RocksDB) commit "
            "before the transaction does: after an aborted transaction they keep its updates, and the inputs "
            "processed again count twice",
@@ -205,10 +205,23 @@ MUTANTS = [
             ("port_->begin_transaction(); for (T* t : ts) t->commit_self_checkpointing_stores();",
              "port_->begin_transaction();")],
            tests=r"^runtime_unit_committer_test$"),
-    mutant("offsets-before-outputs", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts) {"],
+    mutant("offsets-before-outputs", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts, commit_kind kind = commit_kind::handover) {"],
            "under at-least-once, a commit sends the input offsets without waiting for the output records: an "
            "output the broker then refuses is lost, its input marked consumed",
            [("const output_failures lost = port_->flush_output();", "const output_failures lost{};")],
+           tests=r"^runtime_unit_committer_test$"),
+
+    mutant("handover-waits-for-rejoin", ["class committer {", "commit_outcome commit(const std::vector<T*>& ts, commit_kind kind = commit_kind::handover) {"],
+           "under exactly-once, the commit that hands tasks over waits while the member joins the group again: "
+           "a released task's work stays in the open transaction, to commit later without its input offsets, "
+           "while its next owner processes those inputs again",
+           [("if (o_.exactly_once && kind == commit_kind::interval && defer_while_rejoining())",
+             "if (o_.exactly_once && defer_while_rejoining())")],
+           tests=r"^runtime_unit_committer_test$"),
+    mutant("deferred-without-bound", ["class committer {", "bool defer_while_rejoining() {"],
+           "under exactly-once, commits wait for as long as the member joins the group again: a group that "
+           "keeps rebalancing keeps one transaction open until the broker aborts it",
+           [("if (now - *deferring_since_ >= o_.defer_at_most) {", "if (false) {")],
            tests=r"^runtime_unit_committer_test$"),
 
     # --- the runtime: fencing

@@ -293,8 +293,6 @@ TEST_CASE("runtime: two processing threads share the tasks, each with its own tr
     const std::string input = kafka_test::make_topic("threads-in", partitions, {{"cleanup.policy", "delete"}});
     const std::string output = kafka_test::make_topic("threads-out", partitions, {{"cleanup.policy", "delete"}});
     input_writer in(input, partitions);
-    for (std::int64_t i = 0; i < 2'000; ++i) in.write(i, keys);
-    in.flush();
 
     strata::runtime::application_options c = config(app_id, {input}, dir);
     c.guarantee = strata::runtime::processing_guarantee::exactly_once;
@@ -316,12 +314,23 @@ TEST_CASE("runtime: two processing threads share the tasks, each with its own tr
             (*processed_on)[ctx.partition()].insert(std::this_thread::get_id());
         });
     std::map<std::string, std::int64_t> expected;
-    for (const auto& each : in.written())
-        for (const auto& i : each) ++expected[i.key];
     {
         running run(app);
-        REQUIRE(await_committed(app_id, input, in.written(), 60s));
+        // The input is written once each thread runs its two tasks: the
+        // first assignment may come before the second thread joins, and
+        // its tasks then move (one thread per task is what is checked).
         REQUIRE(await_metadata(app, 2, 30s));
+        for (const auto until = std::chrono::steady_clock::now() + 30s;;) {
+            const auto md = app.metadata();
+            std::size_t balanced = 0;
+            for (const auto& i : md->instances()) balanced += i.active.size() == 2 ? 1 : 0;
+            if (balanced == 2 && app.local_tasks().size() == static_cast<std::size_t>(partitions)) break;
+            REQUIRE(std::chrono::steady_clock::now() < until);
+            std::this_thread::sleep_for(20ms);
+        }
+        for (std::int64_t i = 0; i < 2'000; ++i) in.write(i, keys);
+        in.flush();
+        REQUIRE(await_committed(app_id, input, in.written(), 60s));
         // Both threads are members of the group, each running tasks.
         const auto md = app.metadata();
         std::set<std::string> members;
@@ -333,6 +342,8 @@ TEST_CASE("runtime: two processing threads share the tasks, each with its own tr
         CHECK(members == std::set<std::string>{"in-process", "in-process-t1"});
         CHECK(app.runs_as("in-process-t1"));
         CHECK_FALSE(app.runs_as("in-process-t2"));
+        for (const auto& each : in.written())
+            for (const auto& i : each) ++expected[i.key];
         // Every key answers from whichever thread holds its partition. A
         // partition may still move to the second thread (a warm-up copy
         // handed over after the first assignment): while it moves the answer

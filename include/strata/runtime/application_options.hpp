@@ -139,6 +139,13 @@ struct application_options {
     /// rebuilt because its changelog lost records). Empty: standard error,
     /// one line each.
     std::function<void(const std::string&)> on_warning{};
+    /// Where the runtime's notes on coordination go, one line each: a
+    /// leader's claim, the members it found silent, the decisions it
+    /// published, and what this instance did with each (tasks started,
+    /// waiting, released), with the lease's lapses. What a log at INFO
+    /// level would say, to tell afterwards why a failover took its time.
+    /// Empty: nowhere.
+    std::function<void(const std::string&)> on_note{};
 
     /// librdkafka settings every client of the instance gets (its consumers,
     /// producers and admin clients): the connection's security, e.g.
@@ -189,6 +196,10 @@ struct application_options {
     void warn(const std::string& what) const {
         if (on_warning) on_warning(what);
         else std::clog << "strata: warning: " << what << '\n';
+    }
+    /// Hands a note to on_note, if set.
+    void note(const std::string& what) const {
+        if (on_note) on_note(what);
     }
 };
 

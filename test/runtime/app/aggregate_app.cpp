@@ -25,7 +25,7 @@
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--liveness-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
 //          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC] [--threads N]
-//          [--consumer-debug CONTEXTS] [--ten-stores (built with STRATA_APP_TEN_STORES only)]
+//          [--consumer-debug CONTEXTS] [--notes (the runtime's notes on coordination, on stderr)] [--ten-stores (built with STRATA_APP_TEN_STORES only)]
 
 #include "aggregate.hpp"
 #include "snapshot_store.hpp"
@@ -245,6 +245,13 @@ int main(int argc, char** argv) {
     c.processing_threads = std::stoi(o.get("threads", "1"));
     c.acceptable_standby_lag = std::stoll(o.get("acceptable-lag", "10000"));
     c.broker_timeout = std::chrono::milliseconds(std::stoll(o.get("broker-timeout-ms", "60000")));
+    // The runtime's notes on coordination (on_note), on stderr with the wall clock's ms.
+    if (o.flag("notes"))
+        c.on_note = [](const std::string& line) {
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch());
+            std::fprintf(stderr, "note at_ms=%lld %s\n", static_cast<long long>(ms.count()), line.c_str());
+        };
     const std::chrono::microseconds delay(std::stoll(o.get("delay-us", "0")));
     const std::string output = o.get("output");
     const std::string audit = o.get("audit");

@@ -69,6 +69,8 @@ struct fake_port final : commit_port {
         return end;
     }
     void begin_transaction() override { calls.push_back("begin"); }
+    bool rejoining = false;  // the member joins the group again
+    [[nodiscard]] bool group_rejoining() const override { return rejoining; }
     bool exactly_once = false;
     bool discard_failed_writes() override {
         calls.push_back(exactly_once ? "abort" : "settle");
@@ -302,6 +304,53 @@ TEST_CASE("committer: exactly-once commits the transaction, opens the next, then
     REQUIRE(f.port.committed.size() == 1);
     CHECK(f.port.committed[0].size() == 1);
     CHECK(f.t0.uncommitted == 0);
+}
+
+TEST_CASE("committer: exactly-once, an interval commit waits while the member joins the group again, its work in the "
+          "open transaction, for at most defer_at_most, and a handover does not wait",
+          "[runtime][committer]") {
+    fixture f(true);
+    f.o.defer_at_most = 5'000ms;
+    committer c = f.make();
+    const std::vector<fake_task*> ts{&f.t0};
+    f.t0.uncommitted = 5;
+    f.port.rejoining = true;
+    CHECK(c.commit(ts, commit_kind::interval) == commit_outcome::deferred);
+    CHECK(f.port.calls.empty());  // nothing flushed, nothing sent: the transaction stays open
+    CHECK(f.t0.uncommitted == 5);
+    f.now += 4'999ms;
+    CHECK(c.commit(ts, commit_kind::interval) == commit_outcome::deferred);
+    CHECK(f.count("strata_instance_commits_deferred_total", {{"instance", "a"}}) == 2);
+
+    f.now += 1ms;  // waited long enough: it goes, rejoining or not
+    CHECK(c.commit(ts, commit_kind::interval) == commit_outcome::committed);
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "commit transaction", "begin", "store commits 0"});
+    CHECK(f.t0.uncommitted == 0);
+
+    f.t0.uncommitted = 3;  // a new wait begins
+    CHECK(c.commit(ts, commit_kind::interval) == commit_outcome::deferred);
+    f.port.calls.clear();
+    CHECK(c.commit(ts, commit_kind::handover) == commit_outcome::committed);  // a release or a stop does not wait
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "commit transaction", "begin", "store commits 0"});
+
+    f.port.rejoining = false;
+    f.t0.uncommitted = 2;
+    CHECK(c.commit(ts, commit_kind::interval) == commit_outcome::committed);
+    CHECK(f.port.committed.size() == 3);
+    CHECK(f.count("strata_instance_commits_deferred_total", {{"instance", "a"}}) == 3);
+}
+
+TEST_CASE("committer: at-least-once leaves waiting for a rejoin to its port (which sends nothing then)",
+          "[runtime][committer]") {
+    fixture f(false);
+    f.o.defer_at_most = 5'000ms;
+    committer c = f.make();
+    f.two_tasks_with_work(c);
+    f.port.rejoining = true;
+    f.port.answer = group_answer::deferred;
+    CHECK(c.commit(std::vector<fake_task*>{&f.t0, &f.t1}, commit_kind::interval) == commit_outcome::refused);
+    CHECK(f.port.calls == std::vector<std::string>{"flush stores 0", "flush stores 1", "flush output", "commit to group"});
+    CHECK(f.count("strata_instance_commits_deferred_total", {{"instance", "a"}}) == 1);
 }
 
 TEST_CASE("committer: an aborted transaction asks for a rebuild, and a fenced producer throws", "[runtime][committer]") {

@@ -116,18 +116,28 @@ public:
     /// is silent, and publishes a decision whenever one of them or a status
     /// changes it. A follower takes over from a silent leader here.
     void lead(clock::time_point now, bool group_changed) {
+        const bool was_leading = leader_.leading();
         leader_.observe(reader_.state());
         if (leader_.succeed_if_silent(reader_.state(), now, member_id_)) {
             successions_->inc();
             next_describe_ = now;
+            note([&] { return "succeeds the silent leader " + reader_.state().claim()->instance; });
         }
         publish_role();
-        if (!leader_.elected()) return;
+        if (!leader_.elected()) {
+            if (was_leading) note([] { return std::string("leads no more"); });
+            return;
+        }
         if (std::optional<leader_claim> c = leader_.claim_to_write()) writer_.publish(*c);
         leader_.observe(reader_.state());
         if (!leader_.leading()) return;
-        if (std::optional<std::vector<group_member>> m = watch_.poll())
+        if (!was_leading) note([&] { return "leads from epoch " + std::to_string(leader_.epoch()); });
+        if (std::optional<std::vector<group_member>> m = watch_.poll()) {
+            const std::optional<std::vector<group_member>> before = c_->on_note ? leader_.members() : std::nullopt;
             leader_.members_listed(std::move(*m), describe_sent_);
+            if (leader_.members() && leader_.members() != before)
+                note([&] { return "the group lists " + names_of(*leader_.members()); });
+        }
         if (group_changed || now >= next_describe_) {
             if (watch_.request(now)) describe_sent_ = now;
             abandoned_->inc(watch_.abandoned() - abandoned_seen_);
@@ -136,12 +146,16 @@ public:
         }
         // Decide only once the coordination topic is read to its end.
         if (!reader_.caught_up()) return;
+        const std::vector<group_member> silent_before = c_->on_note ? leader_.silent() : std::vector<group_member>{};
         leader_.watch_liveness(reader_.state(), now);
+        if (c_->on_note && leader_.silent() != silent_before)
+            note([&] { return "silent on the coordination topic: " + names_of(leader_.silent()); });
         if (std::optional<assignment> a = leader_.decide(reader_.state(), wall_clock_ms())) {
             if (a->noticed_ms != noticed_ms_) {
                 noticed_ms_ = a->noticed_ms;
                 if (*rebalance_log_) (*rebalance_log_)(noticed_ms_);
             }
+            note([&] { return "decides " + describe(*a); });
             writer_.publish(*a);
         }
         for (const std::string& gone : leader_.statuses_to_remove(reader_.state(), now)) writer_.remove_instance(gone);
@@ -166,8 +180,34 @@ public:
         if (!leader_.leading()) return;
         if (std::optional<assignment> a = leader_.decide(reader_.state(), wall_clock_ms())) {
             if (*rebalance_log_) (*rebalance_log_)(a->noticed_ms);
+            note([&] { return "decides as it stops " + describe(*a); });
             writer_.publish(*a);
         }
+    }
+
+    /// A decision in one line, for notes: its id, members, and each task's
+    /// active instance (standbys in brackets).
+    [[nodiscard]] static std::string describe(const assignment& a) {
+        std::string out = std::to_string(a.epoch) + "." + std::to_string(a.version) + " for";
+        for (const std::string& m : a.members) out += " " + m;
+        out += ":";
+        for (const task_placement& t : a.tasks) {
+            out += " " + std::to_string(t.task) + "=" + (t.active.empty() ? "-" : t.active);
+            if (!t.release_from.empty()) out += "<" + t.release_from;
+            if (!t.standbys.empty()) {
+                out += "[";
+                for (std::size_t i = 0; i < t.standbys.size(); ++i) out += (i ? "," : "") + t.standbys[i];
+                out += "]";
+            }
+        }
+        return out;
+    }
+
+    /// Hands on_note the line `make()` returns, prefixed with the instance
+    /// id; builds it only when someone listens.
+    template <class Make>
+    void note(Make&& make) const {
+        if (c_->on_note) c_->note("instance " + c_->instance_id + ": " + std::forward<Make>(make)());
     }
 
     /// The last decision this instance acted on (published with its status).
@@ -255,6 +295,12 @@ private:
             throw_if_duplicate();
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
+    }
+
+    [[nodiscard]] static std::string names_of(const std::vector<group_member>& ms) {
+        std::string out;
+        for (const group_member& m : ms) out += (out.empty() ? "" : " ") + m.instance;
+        return out.empty() ? "none" : out;
     }
 
     void throw_if_duplicate() const {

@@ -4,7 +4,14 @@
 /// over librdkafka. It subscribes to the coordination topic only: the group
 /// elects the leader (the member given its one partition), detects dead
 /// members, and fences the commits of expelled ones. Input partitions are
-/// assigned by the instance itself, task by task, through this consumer.
+/// assigned by the instance itself, task by task, to a consumer of their
+/// own beside the group's, which joins no group: librdkafka (2.0.2,
+/// rd_kafka_assignment_serve) starts no newly assigned partition's fetcher
+/// while an offset commit of its handle is unanswered, and an at-least-once
+/// commit waits behind the member's JoinGroup for as long as the group
+/// waits for a dead member's session. A task taken over then had its first
+/// record 0.6 to 1.5 s late (docs/benchmarks-runtime.md, "Failover under a
+/// second").
 ///
 /// It tells the leader part when it is elected or deposed, says when the
 /// membership changed or was lost, turns consumer errors into clear ones
@@ -41,13 +48,15 @@ public:
     using clock = std::chrono::steady_clock;
 
     group_consumer(const application_options& c, const std::string& coordination, leader& l)
-        : c_(&c), leader_(&l), consumer_(RD_KAFKA_CONSUMER, conf(c, this)) {
+        : c_(&c), leader_(&l), consumer_(RD_KAFKA_CONSUMER, conf(c, this)),
+          inputs_(RD_KAFKA_CONSUMER, inputs_conf(c)) {
         rd_kafka_poll_set_consumer(consumer_.get());
+        rd_kafka_poll_set_consumer(inputs_.get());
         // The input topics' leaders, known before any of their partitions is
         // assigned: librdkafka starts fetching a partition whose leader it
         // does not know yet only 500 ms later.
         for (const std::string& topic : c.input_topics)
-            (void)kafka::probe_topic(consumer_.get(), c.bootstrap_servers, topic, c.broker_timeout);
+            (void)kafka::probe_topic(inputs_.get(), c.bootstrap_servers, topic, c.broker_timeout);
         const kafka::unique_partition_list topics = kafka::one_partition(coordination, RD_KAFKA_PARTITION_UA);
         kafka::check(rd_kafka_subscribe(consumer_.get(), topics.get()), "subscribe to " + coordination);
     }
@@ -67,7 +76,10 @@ public:
         consumer_.abandon();
     }
 
+    /// @brief The group's handle: offset commits and the group's metadata go through it.
     [[nodiscard]] rd_kafka_t* get() const noexcept { return consumer_.get(); }
+    /// @brief The inputs' handle (their fetch positions and watermarks).
+    [[nodiscard]] rd_kafka_t* inputs() const noexcept { return inputs_.get(); }
 
     /// @brief The member id in the group, "" while it has none.
     [[nodiscard]] std::string member_id() const {
@@ -94,10 +106,14 @@ public:
         if (failure_) std::rethrow_exception(failure_);
     }
 
-    /// @brief The next message within `wait_ms`, into `out`. An error is
+    /// @brief The next input record within `wait_ms`, into `out`. A poll
+    /// that may wait (the first of each of the instance's passes) serves
+    /// the group's callbacks (rebalances) first; the others, which take
+    /// what is queued already, leave them for the next pass. An error is
     /// dealt with here: retried by librdkafka, or thrown when it will not pass.
     polled poll(int wait_ms, kafka::unique_message& out) {
-        out.reset(rd_kafka_consumer_poll(consumer_.get(), wait_ms));
+        if (wait_ms > 0) serve_group(0);
+        out.reset(rd_kafka_consumer_poll(inputs_.get(), wait_ms));
         if (!out) return polled::nothing;
         if (out->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
             error(*out);
@@ -112,8 +128,9 @@ public:
     /// record that comes anyway (fetched before the pause) is not processed:
     /// its partition is sought back to it, to come again with the lease.
     void serve_group_only() {
+        serve_group(10);
         kafka::unique_message m;
-        if (poll(10, m) == polled::record) put_back(*m);
+        if (poll(0, m) == polled::record) put_back(*m);
     }
 
     /// @brief Seeks an input record's partition back to it, unprocessed: it
@@ -136,10 +153,10 @@ public:
         // (offset BEGINNING) come back "outdated", and librdkafka asks again
         // only after 500 ms (every task of a new application started half a
         // second late).
-        if (!held_ && paused_.erase(p) > 0) (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
-        kafka::check(rd_kafka_incremental_assign(consumer_.get(), l.get()), "assign the input of task " + std::to_string(p));
+        if (!held_ && paused_.erase(p) > 0) (void)rd_kafka_resume_partitions(inputs_.get(), l.get());
+        kafka::check(rd_kafka_incremental_assign(inputs_.get(), l.get()), "assign the input of task " + std::to_string(p));
         if (held_) {
-            (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+            (void)rd_kafka_pause_partitions(inputs_.get(), l.get());
             paused_.insert(p);
         }
         assigned_.insert(p);
@@ -147,7 +164,7 @@ public:
     void unassign_inputs(std::int32_t p) {
         if (assigned_.erase(p) == 0) return;
         const kafka::unique_partition_list l = inputs_of(*c_, p);
-        kafka::check(rd_kafka_incremental_unassign(consumer_.get(), l.get()), "unassign the input of task " + std::to_string(p));
+        kafka::check(rd_kafka_incremental_unassign(inputs_.get(), l.get()), "unassign the input of task " + std::to_string(p));
     }
     void hold_inputs(bool hold) {
         if (hold == held_) return;
@@ -155,10 +172,10 @@ public:
         for (std::int32_t p : assigned_) {
             const kafka::unique_partition_list l = inputs_of(*c_, p);
             if (hold) {
-                (void)rd_kafka_pause_partitions(consumer_.get(), l.get());
+                (void)rd_kafka_pause_partitions(inputs_.get(), l.get());
                 paused_.insert(p);
             } else {
-                (void)rd_kafka_resume_partitions(consumer_.get(), l.get());
+                (void)rd_kafka_resume_partitions(inputs_.get(), l.get());
                 paused_.erase(p);
             }
         }
@@ -210,6 +227,7 @@ public:
                 // Leaving goes on: the group forgets this member's partitions anyway.
             }
         }
+        (void)rd_kafka_consumer_close(inputs_.get());  // it joined no group: nothing to wait for
         // Serves the rebalance callback for what is handed over already;
         // records polled now are dropped (nothing processes or commits them).
         for (int n = 0; n < 100'000; ++n) {
@@ -236,6 +254,36 @@ public:
     }
 
 private:
+    /// Serves the group's callbacks, waiting up to `wait_ms` for one. Its
+    /// only partition (the coordination topic's) is paused: what comes is
+    /// an error, or nothing.
+    void serve_group(int wait_ms) {
+        const kafka::unique_message m(rd_kafka_consumer_poll(consumer_.get(), wait_ms));
+        if (m && m->err != RD_KAFKA_RESP_ERR_NO_ERROR) error(*m);
+    }
+
+    /// The inputs' consumer: it reads what the instance assigns it and
+    /// joins no group (its group.id, which librdkafka's consumer calls
+    /// need, is one nobody joins), commits nothing (offsets go through the
+    /// group's handle or the transaction).
+    static kafka::conf inputs_conf(const application_options& c) {
+        kafka::conf k;
+        k.set("bootstrap.servers", c.bootstrap_servers);
+        k.set("group.id", c.application_id + "-inputs-of-" + c.instance_id);
+        k.set("client.id", c.instance_id + "-inputs");
+        k.set("auto.offset.reset", "earliest");
+        // A fetch the broker holds for lack of data delays a partition that
+        // was just resumed by as long: a task's first records came 500 ms
+        // after its restore with librdkafka's default.
+        k.set("fetch.wait.max.ms", "10");
+        k.set("fetch.error.backoff.ms", "10");
+        k.set(c.consumer_settings);
+        k.set("enable.auto.commit", "false");
+        k.set("enable.auto.offset.store", "false");
+        k.set("isolation.level", "read_committed");
+        return k;
+    }
+
     static kafka::conf conf(const application_options& c, group_consumer* self) {
         kafka::conf k;
         k.set("bootstrap.servers", c.bootstrap_servers);
@@ -244,11 +292,6 @@ private:
         k.set("auto.offset.reset", "earliest");
         k.set("session.timeout.ms", std::to_string(c.session_timeout.count()));
         k.set("heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(c.session_timeout.count() / 5, 100)));
-        // A fetch the broker holds for lack of data delays a partition that
-        // was just resumed by as long: a task's first records came 500 ms
-        // after its restore with librdkafka's default.
-        k.set("fetch.wait.max.ms", "10");
-        k.set("fetch.error.backoff.ms", "10");
         // A processing thread that hangs (a leader stuck in a call) leaves
         // the group after this, so that another member leads: librdkafka's
         // default is 5 minutes. Its longest legitimate wait is a delivery
@@ -351,7 +394,8 @@ private:
 
     const application_options* c_;
     leader* leader_;
-    kafka::client consumer_;
+    kafka::client consumer_;  // the group's member
+    kafka::client inputs_;    // reads the inputs (see the file comment)
     std::exception_ptr failure_;
     bool lost_ = false;
     bool changed_ = true;

@@ -219,10 +219,14 @@ private:
             // Its heartbeats' lease is out (detail/liveness.hpp): nothing is
             // processed, punctuated or committed until it holds (or it hears it
             // was dropped). The consumer is still polled, for its rebalances.
+            if (!held_) note("holds its inputs: its lease is out");
+            held_ = true;
             s_->consumer.hold_inputs(true);
             s_->consumer.serve_group_only();
             return;
         }
+        if (held_) note("writes again: its lease holds");
+        held_ = false;
         s_->consumer.hold_inputs(false);
         poll_records();
         const auto now = clock::now();
@@ -233,9 +237,9 @@ private:
             rebuild_after_failed_write_or_rethrow();
         }
         if (now >= next_commit) {
-            commit(tasks_->running());
+            commit(tasks_->running(), detail::commit_kind::interval);
             next_commit = clock::now() + interval;
-            detail::publish_consumer_lag(*registry_, s_->consumer.get(), config_, tasks_->running());
+            detail::publish_consumer_lag(*registry_, s_->consumer.inputs(), config_, tasks_->running());
         }
     }
 
@@ -246,6 +250,8 @@ private:
     /// the transactional id back (ending that transaction), and the tasks
     /// the decision still gives here restore again from their changelogs.
     void renew_producer() {
+        note(s_->producer.fenced() ? "its producer was fenced: makes a new one"
+                                   : "its transaction is in doubt: makes a new producer");
         if (s_->producer.fenced()) counter("strata_instance_fenced_total", "Times this instance's producer was fenced").inc();
         else
             counter("strata_instance_transactions_in_doubt_total",
@@ -334,6 +340,7 @@ private:
         const std::string& was = s_->coord.member_id();
         if (id == was && !s_->consumer.lost()) return false;
         if ((!was.empty() && id != was) || s_->consumer.lost()) {
+            note("the group dropped its membership " + was + ": lets go of its tasks");
             counter("strata_instance_membership_lost_total", "Times the group dropped this instance").inc();
             s_->producer.abandon_and_begin();
             s_->producer.settle();
@@ -354,6 +361,7 @@ private:
     /// starts them again, restored, once it holds a lease and a decision
     /// gives them here (liveness.hpp).
     void let_go_without_lease() {
+        note("its heartbeats' lease ran out: lets go of its tasks");
         counter("strata_instance_tasks_let_go_total",
                 "Times this instance let go of its tasks because its heartbeats' lease ran out")
             .inc();
@@ -393,6 +401,7 @@ private:
             detail::plan_handoff(a, s_->coord.state(), mine, {clock::now(), config_.liveness_timeout});
         waiting_for_release_ = !plan.wait.empty();
         act_again_ = false;
+        note_plan(a, plan);
 
         // Release first, with one commit for all of them (none when the
         // decision is not for this membership: such a commit is refused).
@@ -411,6 +420,31 @@ private:
         for (std::int32_t p : plan.add_standby) tasks_->start_standby(p);
         for (std::int32_t p : plan.drop_standby) tasks_->drop_standby(p);
         s_->coord.acted_on(a.id());
+    }
+
+    /// Notes what it does with a decision (on_note): once for each new
+    /// decision, and again when what it does changes (a task waited for
+    /// starts), not when it has nothing more to do.
+    void note_plan(const assignment& a, const detail::handoff_plan& plan) {
+        if (!config_.on_note) return;
+        const auto list = [](const char* what, const std::vector<std::int32_t>& ps) {
+            std::string out;
+            for (const std::int32_t p : ps)
+                out += (out.empty() ? std::string(" ") + what + " " : ",") + std::to_string(p);
+            return out;
+        };
+        const std::string what = (plan.member ? "" : " not a member of it") + list("releases", plan.release) +
+                                 list("starts", plan.start) + list("waits for", plan.wait) +
+                                 list("adds standbys", plan.add_standby) + list("drops standbys", plan.drop_standby);
+        const bool same_decision = noted_decision_ == a.id();
+        if ((same_decision && what.empty()) || (same_decision && what == noted_plan_)) return;
+        noted_decision_ = a.id();
+        noted_plan_ = what;
+        note("acts on decision " + std::to_string(a.epoch) + "." + std::to_string(a.version) + ":" +
+             (what.empty() ? " nothing to do" : what));
+    }
+    void note(const std::string& what) const {
+        if (config_.on_note) config_.note("instance " + config_.instance_id + ": " + what);
     }
 
     void publish_status(bool withdrawn) {
@@ -443,8 +477,8 @@ private:
     /// Commits the given running tasks (see detail/committer.hpp). After a
     /// failed write (an aborted transaction) every running task is rebuilt
     /// from its changelog, and resumes from its committed input offsets.
-    void commit(const std::vector<task*>& ts) {
-        if (s_->committer.commit(ts) == detail::commit_outcome::aborted)
+    void commit(const std::vector<task*>& ts, detail::commit_kind kind = detail::commit_kind::handover) {
+        if (s_->committer.commit(ts, kind) == detail::commit_outcome::aborted)
             rebuild_after_failed_write("a commit failed (" + s_->committer.last_failure() + ")");
         else if (const std::vector<std::int32_t>& failed = s_->committer.failed_tasks(); !failed.empty())
             rebuild_tasks_after_failed_write(failed);
@@ -535,6 +569,9 @@ private:
     bool act_again_ = false;  // the tasks changed without a new decision (after fencing, a lost standby)
     std::uint64_t lapses_seen_ = 0;  // of the heartbeats' lease, acted on
     std::int64_t resync_after_ms_ = -1;  // renewed then (steady ms): no decision acted on until read past it
+    bool held_ = false;                  // its inputs held for want of a lease
+    detail::decision_id noted_decision_{};  // the last decision note_plan() noted, and what it did
+    std::string noted_plan_;
 };
 
 }  // namespace strata::runtime::detail

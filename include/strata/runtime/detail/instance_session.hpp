@@ -17,6 +17,7 @@
 #include <strata/runtime/detail/heartbeats.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
 #include <strata/runtime/detail/kafka_commit_port.hpp>
+#include <strata/runtime/detail/liveness.hpp>
 #include <strata/runtime/detail/output.hpp>
 #include <strata/runtime/detail/reaper.hpp>
 #include <strata/runtime/detail/restorer.hpp>
@@ -25,6 +26,8 @@
 #include <strata/runtime/detail/topics.hpp>
 #include <strata/runtime/task_context.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -55,7 +58,7 @@ struct instance_session {
           env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); },
               shared_changelog_reader(c, false), shared_changelog_reader(c, true), partitions},
           consumer(c, coordination, coord.leader()),
-          commit_port(consumer, out, producer, c.session_timeout / 4),
+          commit_port(consumer, out, producer, commit_answer_wait(c), 15 * c.session_timeout),
           committer(committer_settings(c, coordination, heartbeats), commit_port, reg),
           takeover(c, reg),
           restore(
@@ -99,6 +102,20 @@ private:
         return std::make_shared<kafka::changelog_reader>(o);
     }
 
+    /// How long the processing thread waits for an at-least-once commit's
+    /// answer before it goes on (the commit stays pending, and its answer
+    /// is read later: kafka_commit_port.hpp). At most a heartbeat interval
+    /// with a liveness timeout: the leader decides on this thread, and a
+    /// commit held behind the member's JoinGroup (a rebalance that waits for
+    /// a dead member's session) held the leader 1.5 s (a quarter of the
+    /// session) while an instance it was to find silent had been killed.
+    /// Under heartbeats, no lease depends on the answer.
+    static std::chrono::milliseconds commit_answer_wait(const application_options& c) {
+        const std::chrono::milliseconds quarter_session = c.session_timeout / 4;
+        if (c.liveness_timeout.count() <= 0) return quarter_session;
+        return std::min(quarter_session, liveness{c.liveness_timeout}.heartbeat_interval());
+    }
+
     static committer_options committer_settings(const application_options& c, const std::string& lease_topic,
                                                 const heartbeat_keeper& heartbeats) {
         committer_options o;
@@ -108,6 +125,7 @@ private:
         o.session_timeout = c.session_timeout;
         o.heartbeat_lease_until = [&heartbeats] { return heartbeats.until(); };
         o.lease_topic = lease_topic;
+        o.defer_at_most = c.transaction_timeout / 2;  // the transaction stays open meanwhile
         return o;
     }
 };

@@ -28,11 +28,12 @@ namespace strata::runtime::detail {
 class kafka_commit_port final : public commit_port {
 public:
     /// The producer is the instance's: it changes after it was fenced. An
-    /// offset commit waits `answer_within` for the group's answer.
+    /// offset commit waits `answer_within` for the group's answer; one still
+    /// pending after `give_up_after` is taken for lost.
     kafka_commit_port(group_consumer& consumer, output& out, instance_producer& producer,
-                      std::chrono::milliseconds answer_within)
+                      std::chrono::milliseconds answer_within, std::chrono::milliseconds give_up_after)
         : group_(&consumer), consumer_(consumer.get()), out_(&out), producer_(&producer),
-          answer_within_(answer_within) {}
+          answer_within_(answer_within), give_up_after_(give_up_after) {}
 
     /// @brief The membership (member id) the instance acts for now; commits
     /// to the group go out only under it.
@@ -57,7 +58,7 @@ public:
         if (group_->rejoining() || member.empty() || member != membership_) return group_answer::deferred;
         if (pending_) {
             const kafka::unique_event late(rd_kafka_queue_poll(pending_.get(), 0));
-            if (!late && std::chrono::steady_clock::now() - pending_since_ < give_up_after())
+            if (!late && std::chrono::steady_clock::now() - pending_since_ < give_up_after_)
                 return group_answer::unanswered;
             pending_.reset();  // answered late: what it said is out of date
         }
@@ -101,6 +102,8 @@ public:
 
     void begin_transaction() override { producer_->transaction().begin(); }
 
+    [[nodiscard]] bool group_rejoining() const override { return group_->rejoining(); }
+
     bool discard_failed_writes() override {
         if (!producer_->exactly_once()) {
             producer_->settle();
@@ -137,12 +140,11 @@ private:
     output* out_;
     instance_producer* producer_;
     std::chrono::milliseconds answer_within_;
-    kafka::unique_queue pending_;  // the replies to a commit not answered in time
-    std::chrono::steady_clock::time_point pending_since_{};
-
     /// librdkafka answers every commit in the end (an error after its
     /// socket timeout at the latest); one that seems lost is let go of.
-    [[nodiscard]] std::chrono::milliseconds give_up_after() const { return 60 * answer_within_; }
+    std::chrono::milliseconds give_up_after_;
+    kafka::unique_queue pending_;  // the replies to a commit not answered in time
+    std::chrono::steady_clock::time_point pending_since_{};
 };
 
 }  // namespace strata::runtime::detail
