@@ -1031,13 +1031,18 @@ std::map<std::string, std::string> owners(const std::vector<std::unique_ptr<chil
 }
 
 /// The phases of `task`'s first start on survivor `c` after the kill, from
-/// what `c` printed. nullopt if it did not start there.
+/// what `c` printed. nullopt if it did not start there. A start counts
+/// when it was assigned after the kill, or with `first_record_after`, when
+/// its first record came after it: a task the victim had handed over just
+/// before the signal (assigned there before it, processing after it) is
+/// then measured to that first record, not to a later restart of it.
 std::optional<moved_task> phases(const system_options& o, const child& c, const std::string& task,
-                                 std::int64_t kill_ms, std::int64_t strata_noticed) {
+                                 std::int64_t kill_ms, std::int64_t strata_noticed, bool first_record_after = false) {
     const auto es = events_of(c.lines());
     const event* started = nullptr;
     for (const auto& e : es)
-        if (e.kind == "started" && e.text("task") == task && e.num("assigned_ms") >= kill_ms) {
+        if (e.kind == "started" && e.text("task") == task &&
+            e.num(first_record_after ? "first_record_ms" : "assigned_ms") >= kill_ms) {
             started = &e;
             break;
         }
@@ -1366,7 +1371,7 @@ void cmd_kills(const args& a) {
             for (const std::string& task : tasks) {
                 if (moved.contains(task)) continue;
                 for (child* c : survivors)
-                    if (auto m = phases(o, *c, task, kill_ms, -1); m && m->first_record_ms > 0) {
+                    if (auto m = phases(o, *c, task, kill_ms, -1, true); m && m->first_record_ms > 0) {
                         const auto it = moved.find(task);
                         if (it == moved.end() || m->first_record_ms < it->second.first_record_ms) moved[task] = *m;
                     }
