@@ -216,7 +216,8 @@ MUTANTS = [
            "a released task's work stays in the open transaction, to commit later without its input offsets, "
            "while its next owner processes those inputs again",
            [("if (o_.exactly_once && kind == commit_kind::interval && defer_while_rejoining())",
-             "if (o_.exactly_once && defer_while_rejoining())")],
+             "if (o_.exactly_once && (kind == commit_kind::interval || kind == commit_kind::handover) && "
+             "defer_while_rejoining())")],
            tests=r"^runtime_unit_committer_test$"),
     mutant("deferred-without-bound", ["class committer {", "bool defer_while_rejoining() {"],
            "under exactly-once, commits wait for as long as the member joins the group again: a group that "
