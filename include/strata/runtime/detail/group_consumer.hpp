@@ -106,13 +106,14 @@ public:
         if (failure_) std::rethrow_exception(failure_);
     }
 
-    /// @brief The next input record within `wait_ms`, into `out`. A poll
-    /// that may wait (the first of each of the instance's passes) serves
-    /// the group's callbacks (rebalances) first; the others, which take
-    /// what is queued already, leave them for the next pass. An error is
-    /// dealt with here: retried by librdkafka, or thrown when it will not pass.
+    /// @brief Serves the group's callbacks (rebalances, statistics), then
+    /// gives the next input record within `wait_ms`, into `out`: as often
+    /// as when both came through one handle, so the join state the
+    /// committer reads is as fresh (a pass may take seconds of records).
+    /// An error is dealt with here: retried by librdkafka, or thrown when
+    /// it will not pass.
     polled poll(int wait_ms, kafka::unique_message& out) {
-        if (wait_ms > 0) serve_group(0);
+        serve_group(0);
         out.reset(rd_kafka_consumer_poll(inputs_.get(), wait_ms));
         if (!out) return polled::nothing;
         if (out->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -297,7 +298,7 @@ private:
         // default is 5 minutes. Its longest legitimate wait is a delivery
         // or a commit, bounded by broker_timeout.
         k.set("max.poll.interval.ms", std::to_string((c.broker_timeout + c.session_timeout).count()));
-        // The join state, for the at-least-once committer (group_stats.hpp).
+        // The join state, for the committer (group_stats.hpp, committer.hpp).
         k.set("statistics.interval.ms", "100");
         k.set(c.consumer_settings);
         // Not overridable: the runtime commits itself, reads only committed
