@@ -224,6 +224,17 @@ MUTANTS = [
            "keeps rebalancing keeps one transaction open until the broker aborts it",
            [("if (now - *deferring_since_ >= o_.defer_at_most) {", "if (false) {")],
            tests=r"^runtime_unit_committer_test$"),
+    mutant("commit-width-unbounded", ["class commit_width {", "bool admits(std::int32_t task, std::size_t partitions) {"],
+           "a commit covers every partition its tasks wrote, however many: hundreds of tasks starting together "
+           "make commits that outlive their records' delivery bound, and every task is rebuilt again and again",
+           [("if (limit_ != 0 && width_ != 0 && width_ + partitions > limit_) {", "if (false) {")],
+           tests=r"^runtime_unit_commit_width_test$"),
+    mutant("commit-width-never-emptied", ["class instance {", "void commit(const std::vector<task*>& ts,"],
+           "the partitions a commit covered still count after it: once the limit is reached, no record of a "
+           "task outside the first commit's is ever processed again",
+           [("if (outcome != detail::commit_outcome::held && outcome != detail::commit_outcome::deferred) "
+             "width_.committed();", "")],
+           tests=r"^runtime_application_test$", kafka=True),
 
     # --- the runtime: fencing
     mutant("lease-without-margin", ["class lease {", "void confirmed(time_point sent) {"],

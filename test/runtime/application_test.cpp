@@ -13,6 +13,7 @@
 #include <strata/runtime/application.hpp>
 #include <strata/stores/hash_map_store.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <filesystem>
@@ -389,4 +390,59 @@ TEST_CASE("runtime: two processing threads share the tasks, each with its own tr
                             !Catch::Contains("strata_instance_transactions_in_doubt_total"));
     // Thread 1 keeps its local state apart.
     CHECK(std::filesystem::exists(dir / "state" / "thread-1" / app_id));
+}
+
+namespace {
+/// Keeps each record's amount under its key.
+struct storing {
+    template <class Context, class Record>
+    void operator()(Context& ctx, const Record& r) {
+        ctx.stores().put(r.key, r.value.value_or(0));
+    }
+};
+}  // namespace
+
+TEST_CASE("runtime: a commit comes early rather than cover more than max_partitions_per_commit partitions",
+          "[kafka][runtime][api][commit-width]") {
+    // Four tasks with a record each, a logged store (a changelog and an
+    // output partition: two partitions a task), a limit of two and a commit
+    // interval of ten minutes: only commits that come early, each covering
+    // one task, commit the records of three of them within the test's wait.
+    // (The last one's commit waits for the interval: nothing comes after it.)
+    const auto guarantee = GENERATE(strata::runtime::processing_guarantee::at_least_once,
+                                    strata::runtime::processing_guarantee::exactly_once);
+    INFO("exactly-once: " << (guarantee == strata::runtime::processing_guarantee::exactly_once));
+    test_support::temp_dir dir;
+    const std::string app_id = kafka_test::unique_name("commit-width");
+    constexpr std::int32_t partitions = 4;
+    const std::string input = kafka_test::make_topic("commit-width-in", partitions, {{"cleanup.policy", "delete"}});
+    input_writer in(input, partitions);
+    std::set<std::int32_t> fed;
+    for (std::int64_t i = 0; fed.size() < static_cast<std::size_t>(partitions); ++i) {
+        const std::int32_t p = partition_of(key_of(i, 1000), partitions);
+        if (fed.insert(p).second) in.write(i, 1000);
+    }
+    in.flush();
+
+    strata::runtime::application_options c = config(app_id, {input}, dir);
+    c.guarantee = guarantee;
+    c.commit_interval = std::chrono::minutes(10);
+    c.max_partitions_per_commit = 2;
+    auto app = strata::runtime::make_application<std::string, std::int64_t>(
+        c,
+        [](strata::runtime::task_context& t) {
+            return strata::hash_map_store<std::string, std::int64_t>("kept") | t.logged();
+        },
+        storing{});
+    running run(app);
+    int committed_partitions = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (committed_partitions < partitions - 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(200ms);
+        const std::vector<std::int64_t> offsets = committed(app_id, input, partitions);
+        committed_partitions = static_cast<int>(std::count(offsets.begin(), offsets.end(), 1));
+    }
+    CHECK(committed_partitions >= partitions - 1);
+    REQUIRE(run.failure(0s) == nullptr);
+    run.stop();
 }

@@ -120,6 +120,16 @@ struct application_options {
 
     /// Input records handed to processors per poll, at most.
     std::size_t max_poll_records = 1000;
+    /// Partitions one commit covers, at most: a record of a task whose
+    /// changelogs and output would take the work since the last commit past
+    /// this waits for a commit first (detail/commit_width.hpp). librdkafka
+    /// sends a request per partition, so a commit's time grows with the
+    /// partitions it covers: without a bound, hundreds of tasks starting
+    /// together made commits that outlived their records' delivery bound,
+    /// and every task was rebuilt, again and again. Zero: 1,000 under
+    /// exactly-once; under at-least-once one per millisecond of a record's
+    /// delivery bound (200 at the default liveness_timeout).
+    std::size_t max_partitions_per_commit = 0;
     /// Changelog records a restore applies before it looks at its other tasks again.
     std::size_t restore_slice_records = 10'000;
 
@@ -197,9 +207,9 @@ struct application_options {
         if (on_warning) on_warning(what);
         else std::clog << "strata: warning: " << what << '\n';
     }
-    /// Hands a note to on_note, if set.
+    /// Hands on_note, if set, a note on this instance: "instance <id>: what".
     void note(const std::string& what) const {
-        if (on_note) on_note(what);
+        if (on_note) on_note("instance " + instance_id + ": " + what);
     }
 };
 

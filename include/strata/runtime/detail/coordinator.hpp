@@ -207,7 +207,7 @@ public:
     /// id; builds it only when someone listens.
     template <class Make>
     void note(Make&& make) const {
-        if (c_->on_note) c_->note("instance " + c_->instance_id + ": " + std::forward<Make>(make)());
+        if (c_->on_note) c_->note(std::forward<Make>(make)());
     }
 
     /// The last decision this instance acted on (published with its status).

@@ -32,6 +32,7 @@
 #include <strata/kafka/handles.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/application_options.hpp>
+#include <strata/runtime/detail/commit_width.hpp>
 #include <strata/runtime/detail/coordination.hpp>
 #include <strata/runtime/detail/handoff.hpp>
 #include <strata/runtime/detail/instance_session.hpp>
@@ -127,6 +128,10 @@ public:
         detail::instance_session s(config_, topics_, *registry_,
                                    {[this](task& t) { lifecycle_.build(t); }, on_restore_, &rebalance_log_});
         s_ = &s;
+        width_ = detail::commit_width(config_.max_partitions_per_commit != 0
+                                          ? config_.max_partitions_per_commit
+                                          : detail::default_commit_width(s.producer.exactly_once(),
+                                                                         detail::at_least_once_delivery_bound(config_)));
         s.coord.set_process(process_);
         lifecycle_.attach(&s);
         queries_.set_running(true, config_.instance_id);
@@ -236,7 +241,7 @@ private:
         } catch (...) {
             rebuild_after_failed_write_or_rethrow();
         }
-        if (now >= next_commit) {
+        if (now >= next_commit || width_.full()) {
             commit(tasks_->running(), detail::commit_kind::interval);
             next_commit = clock::now() + interval;
             detail::publish_consumer_lag(*registry_, s_->consumer.inputs(), config_, tasks_->running());
@@ -298,6 +303,10 @@ private:
             const std::optional<std::size_t> topic = detail::input_index(config_, rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
+            if (!width_.admits(t.partition(), partitions_written_by(t))) {
+                s_->consumer.put_back(*m);  // after the commit this pass makes (commit_width.hpp)
+                return;
+            }
             try {
                 t.process_input(*m, *topic);
             } catch (const processing_error&) {
@@ -444,7 +453,7 @@ private:
              (what.empty() ? " nothing to do" : what));
     }
     void note(const std::string& what) const {
-        if (config_.on_note) config_.note("instance " + config_.instance_id + ": " + what);
+        config_.note(what);
     }
 
     void publish_status(bool withdrawn) {
@@ -478,7 +487,10 @@ private:
     /// failed write (an aborted transaction) every running task is rebuilt
     /// from its changelog, and resumes from its committed input offsets.
     void commit(const std::vector<task*>& ts, detail::commit_kind kind = detail::commit_kind::handover) {
-        if (s_->committer.commit(ts, kind) == detail::commit_outcome::aborted)
+        const detail::commit_outcome outcome = s_->committer.commit(ts, kind);
+        // Held or deferred, the work stays open (or its records in flight).
+        if (outcome != detail::commit_outcome::held && outcome != detail::commit_outcome::deferred) width_.committed();
+        if (outcome == detail::commit_outcome::aborted)
             rebuild_after_failed_write("a commit failed (" + s_->committer.last_failure() + ")");
         else if (const std::vector<std::int32_t>& failed = s_->committer.failed_tasks(); !failed.empty())
             rebuild_tasks_after_failed_write(failed);
@@ -546,6 +558,15 @@ private:
         rebuild_after_failed_write("a write failed (" + detail::committer::message_of(failure) + ")");
     }
 
+    /// The partitions a task's work may write between two commits: its
+    /// changelogs and one output partition (commit_width.hpp).
+    static std::size_t partitions_written_by(const task& t) {
+        std::size_t n = 1;
+        for (const auto& s : t.stores())
+            if (s->changelog() != nullptr) ++n;
+        return n;
+    }
+
     metrics::counter& counter(std::string_view name, std::string_view help) {
         return registry_->counter_for(name, help, {{"instance", config_.instance_id}});
     }
@@ -570,6 +591,7 @@ private:
     std::uint64_t lapses_seen_ = 0;  // of the heartbeats' lease, acted on
     std::int64_t resync_after_ms_ = -1;  // renewed then (steady ms): no decision acted on until read past it
     bool held_ = false;                  // its inputs held for want of a lease
+    detail::commit_width width_{0};      // the partitions the work since the last commit covers
     detail::decision_id noted_decision_{};  // the last decision note_plan() noted, and what it did
     std::string noted_plan_;
 };
