@@ -48,6 +48,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -254,6 +255,26 @@ public:
         return out;
     }
 
+    /// The complete lines written since the last call: for a caller that
+    /// looks often at a long output. Reading all of it again every 50 ms,
+    /// as `lines()` does, took a third of a core from the machine under
+    /// test once two instances of 1,000 tasks had written 17,000 lines each.
+    [[nodiscard]] std::vector<std::string> new_lines() {
+        std::ifstream in(out_, std::ios::binary);
+        in.seekg(consumed_);
+        const std::string chunk{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        const std::size_t end = chunk.rfind('\n');
+        std::vector<std::string> out;
+        if (end == std::string::npos) return out;
+        consumed_ += static_cast<std::streamoff>(end + 1);
+        for (std::size_t at = 0; at <= end;) {
+            const std::size_t nl = chunk.find('\n', at);
+            out.push_back(chunk.substr(at, nl - at));
+            at = nl + 1;
+        }
+        return out;
+    }
+
 private:
     /// A size field of /proc/<pid>/status ("VmHWM:", "VmRSS:", in kB there)
     /// in MiB, -1 if unknown.
@@ -271,6 +292,7 @@ private:
     steady::time_point start_;
     std::optional<int> status_;
     bool killed_after_timeout_ = false;
+    std::streamoff consumed_ = 0;  // of the output, by new_lines()
 };
 
 /// A line such as "started task=3 assigned_ms=..." split into its first
@@ -880,10 +902,10 @@ void cmd_scale(const args& a) {
     const auto start_all = [&](const std::string& run) {
         cs.clear();
         for (std::uint64_t i = 0; i < instances; ++i) cs.push_back(space.start("i" + std::to_string(i), run));
+        std::set<std::string> tasks;  // that said they started
         const auto started = [&] {
-            std::set<std::string> tasks;
             for (const auto& c : cs)
-                for (const auto& e : events_of(c->lines()))
+                for (const auto& e : events_of(c->new_lines()))
                     if (e.kind == "started") tasks.insert(e.text("task"));
             return tasks.size();
         };

@@ -12,15 +12,18 @@ using namespace runtime_test;
 
 TEST_CASE("runtime: a broker that goes away stops the instance after broker_timeout, and nothing is lost",
           "[kafka][runtime][broker-outage]") {
+    const bool exactly_once = GENERATE(false, true);
+    INFO("exactly-once: " << exactly_once);
     const std::string script = kafka_test::broker_script();
     test_support::temp_dir dir;
     constexpr std::int32_t partitions = 2;
     const std::string app = kafka_test::unique_name("outage");
     const std::string input = kafka_test::make_topic("outage-in", partitions, {{"cleanup.policy", "delete"}});
     const std::string output = kafka_test::make_topic("outage-out", partitions, {{"cleanup.policy", "delete"}});
-    const std::vector<std::string> args{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input,
-                                        "--output", output, "--state", (dir / "state").string(), "--instance", "one",
-                                        "--commit-ms", "200", "--broker-timeout-ms", "5000"};
+    std::vector<std::string> args{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", input,
+                                  "--output", output, "--state", (dir / "state").string(), "--instance", "one",
+                                  "--commit-ms", "200", "--broker-timeout-ms", "5000"};
+    if (exactly_once) args.push_back("--exactly-once");
     input_writer in(input, partitions);
     for (std::int64_t i = 0; i < 2000; ++i) in.write(i, 40);
     in.flush();

@@ -145,6 +145,25 @@ TEST_CASE("instance producer: exactly-once, a second producer of the instance id
     CHECK(after.acked == 10);
 }
 
+TEST_CASE("instance producer: exactly-once, a renewal that cannot reach the broker throws, and the instance's stop "
+          "after it finds nothing to abandon or settle",
+          "[runtime][producer]") {
+    rt::application_options c = config(rt::processing_guarantee::exactly_once, "renewed-offline");
+    rt::detail::instance_producer p(c);
+    // The broker goes away (the producer reads the instance's options, where
+    // its bootstrap now names a loopback port nothing listens on).
+    c.bootstrap_servers = "127.0.0.1:1";
+    c.broker_timeout = 2s;
+    CHECK_THROWS_AS(p.renew(), strata::kafka::error);
+    // What the instance's run() does after a failure: this read the producer
+    // that was gone, and a scale run's instance died of SIGSEGV here.
+    CHECK_NOTHROW(p.abandon());
+    CHECK_NOTHROW(p.settle());
+    CHECK(p.exactly_once());
+    CHECK(p.transactional_id() == c.application_id + "-renewed-offline");
+    CHECK_FALSE(p.fenced());
+}
+
 TEST_CASE("instance producer: renewed more than 10 times within a minute, it gives up and names the instance id",
           "[runtime][producer]") {
     const rt::application_options c = config(rt::processing_guarantee::at_least_once, "busy-id");

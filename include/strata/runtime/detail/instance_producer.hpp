@@ -50,16 +50,18 @@ public:
     /// Starts the producer (and its first transaction, under exactly-once).
     /// `may_write`: under at-least-once, asked before each record (the lease).
     explicit instance_producer(const application_options& c, std::function<bool()> may_write = {})
-        : c_(&c), may_write_(std::move(may_write)) {
+        : c_(&c), may_write_(std::move(may_write)), eos_mode_(c.guarantee == processing_guarantee::exactly_once) {
         start();
     }
 
     instance_producer(const instance_producer&) = delete;
     instance_producer& operator=(const instance_producer&) = delete;
 
-    [[nodiscard]] bool exactly_once() const noexcept { return eos_.has_value(); }
+    /// Whether it runs under exactly-once (so it still says after a renewal failed).
+    [[nodiscard]] bool exactly_once() const noexcept { return eos_mode_; }
 
-    /// The producer as it is now (it changes in `renew()`).
+    /// The producer as it is now (it changes in `renew()`; none after a
+    /// renewal that failed, when the instance stops).
     [[nodiscard]] const std::shared_ptr<kafka::producer>& get() const noexcept { return producer_; }
 
     /// Under exactly-once only.
@@ -67,7 +69,7 @@ public:
 
     /// "" under at-least-once.
     [[nodiscard]] std::string transactional_id() const {
-        return eos_ ? transactional_id_of(*c_) : std::string();
+        return eos_mode_ ? transactional_id_of(*c_) : std::string();
     }
 
     [[nodiscard]] static std::string transactional_id_of(const application_options& c) {
@@ -93,7 +95,12 @@ public:
     /// A new producer takes the transactional id back. Nothing may hold the
     /// old one's transaction any more.
     /// @throws kafka::error after more than 10 renewals within a minute:
-    ///         another process runs with this instance id, most likely
+    ///         another process runs with this instance id, most likely; or
+    ///         what the new producer's start threw (under exactly-once its
+    ///         initialization asks the broker, which may be away): the
+    ///         instance then stops, and abandon() and settle() have nothing
+    ///         to do (a broker that died under a renewal made settle() read
+    ///         the producer that was gone, and the process crashed)
     void renew(clock::time_point now = clock::now()) {
         std::erase_if(renewals_, [&](clock::time_point t) { return now - t > std::chrono::minutes(1); });
         renewals_.push_back(now);
@@ -117,7 +124,7 @@ public:
     /// @throws kafka::error records still unsettled after four times
     ///         the message timeout and 2 s (librdkafka no longer serves its queue)
     void settle() {
-        if (eos_) return;
+        if (eos_mode_ || !producer_) return;
         // librdkafka looks for queued records past their timeout once a
         // second: with the 200 ms timeout of a 600 ms liveness_timeout, a
         // record queued for a broker that just died fails a second or more
@@ -186,6 +193,7 @@ private:
 
     const application_options* c_;
     std::function<bool()> may_write_;
+    bool eos_mode_;
     std::chrono::milliseconds delivery_timeout_{};  // its message.timeout.ms
     std::optional<kafka::exactly_once> eos_;
     std::shared_ptr<kafka::producer> producer_;
