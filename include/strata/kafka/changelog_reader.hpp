@@ -4,6 +4,7 @@
 /// the consumer settings of its replays, and `changelog_reader`: the
 /// consumer through which many changelogs look up offsets and replay.
 
+#include <strata/kafka/error.hpp>
 #include <strata/kafka/handles.hpp>
 
 #include <chrono>
@@ -174,6 +175,24 @@ public:
     [[nodiscard]] std::size_t open_replays() const {
         const std::lock_guard lock(mutex_);
         return open_.size();
+    }
+
+    /// @brief Stops fetching for every replay open now, or starts again.
+    /// Records fetched and not yet read are dropped, and fetched again
+    /// (from the next offset each replay reads) once fetching resumes. A
+    /// replay opened while fetching stopped fetches until the next stop.
+    void pause_fetching(bool pause) {
+        std::vector<std::pair<std::string, std::int32_t>> open;
+        {
+            const std::lock_guard lock(mutex_);
+            open.assign(open_.begin(), open_.end());
+        }
+        if (open.empty()) return;
+        const unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(open.size())));
+        for (const auto& [topic, partition] : open) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition);
+        check(pause ? rd_kafka_pause_partitions(consumer_.get(), l.get())
+                    : rd_kafka_resume_partitions(consumer_.get(), l.get()),
+              pause ? "pause a changelog reader's fetching" : "resume a changelog reader's fetching");
     }
 
 private:

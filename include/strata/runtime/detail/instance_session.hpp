@@ -13,6 +13,7 @@
 #include <strata/runtime/application_options.hpp>
 #include <strata/runtime/detail/committer.hpp>
 #include <strata/runtime/detail/coordinator.hpp>
+#include <strata/runtime/detail/follow_pacer.hpp>
 #include <strata/runtime/detail/group_consumer.hpp>
 #include <strata/runtime/detail/heartbeats.hpp>
 #include <strata/runtime/detail/instance_producer.hpp>
@@ -63,7 +64,8 @@ struct instance_session {
           takeover(c, reg),
           restore(
               std::move(h.build), [this](std::span<task* const> tasks) { takeover.prepare(tasks); }, reg,
-              std::move(h.on_restore), c.restore_slice_records) {
+              std::move(h.on_restore), c.restore_slice_records, std::chrono::milliseconds(100),
+              standby_pacer(c, env.standby_reader)) {
         if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
     }
 
@@ -87,19 +89,37 @@ struct instance_session {
 
 private:
     /// Read committed, as every changelog of the runtime (task_context::changelog).
-    /// The standbys' reader asks for idle partitions every 500 ms rather than
-    /// every 10 ms (kafka::changelog_options::follower says why): its
-    /// partitions stay open, and a fetch returns as soon as records come, so
-    /// the long wait costs a standby nothing and spares the broker a fetch of
-    /// every standby partition each 10 ms.
+    /// The standbys' reader asks for idle partitions less often than every
+    /// 10 ms (kafka::changelog_options::follower says why): unpaced, a
+    /// fetch waits up to 500 ms (it returns as soon as records come);
+    /// paced (follow_pacer.hpp), it fetches only in a window once a
+    /// standby_fetch_interval, and a fetch waits no more than a quarter of
+    /// the window, so that one is answered before the pause drops it.
     static std::shared_ptr<kafka::changelog_reader> shared_changelog_reader(const application_options& c,
                                                                             bool for_standbys) {
         kafka::changelog_options o;
         o.bootstrap_servers = c.bootstrap_servers;
         o.consumer_settings = c.consumer_settings;
-        if (for_standbys) o.consumer_settings.try_emplace("fetch.wait.max.ms", "500");
+        // Paced, a fetch should not outlast the window it is sent in.
+        if (for_standbys)
+            o.consumer_settings.try_emplace("fetch.wait.max.ms",
+                                            std::to_string(std::min<std::int64_t>(500, pacing_window(c).count() / 4 + 10)));
         o.read_committed = true;
         return std::make_shared<kafka::changelog_reader>(o);
+    }
+
+    /// How long the standbys' reader fetches in each standby_fetch_interval
+    /// (500 ms when it is not paced: a fetch's wait then).
+    static std::chrono::milliseconds pacing_window(const application_options& c) {
+        if (c.standby_fetch_interval.count() <= 0) return std::chrono::milliseconds(2000);
+        return std::min(c.standby_fetch_interval / 4, std::chrono::milliseconds(250));
+    }
+
+    static follow_pacer standby_pacer(const application_options& c,
+                                      const std::shared_ptr<kafka::changelog_reader>& reader) {
+        if (c.standby_fetch_interval.count() <= 0) return {};
+        return follow_pacer(c.standby_fetch_interval, pacing_window(c),
+                            [reader](bool pause) { reader->pause_fetching(pause); });
     }
 
     /// How long the processing thread waits for an at-least-once commit's

@@ -9,6 +9,7 @@
 #include <strata/metrics/registry.hpp>
 #include <strata/restore/checkpoint.hpp>
 #include <strata/restore/restore.hpp>
+#include <strata/runtime/detail/follow_pacer.hpp>
 #include <strata/runtime/detail/store_replay.hpp>
 #include <strata/runtime/restore_event.hpp>
 #include <strata/runtime/task.hpp>
@@ -55,10 +56,13 @@ public:
     /// restore covers every change those offsets commit (runtime-design I3).
     using prepare_fn = std::function<void(std::span<task* const>)>;
 
+    /// `pacer`: when the standbys' reader fetches (follow_pacer.hpp; none: always).
     restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
-             std::size_t slice_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100))
+             std::size_t slice_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100),
+             follow_pacer pacer = {})
         : build_(std::move(build)), prepare_(std::move(prepare)), registry_(&reg), on_restore_(std::move(on_restore)),
-          slice_records_(slice_records == 0 ? 1 : slice_records), tail_interval_(tail_interval) {
+          slice_records_(slice_records == 0 ? 1 : slice_records), tail_interval_(tail_interval),
+          pacer_(std::move(pacer)) {
         thread_ = std::thread([this] { run(); });
     }
 
@@ -422,6 +426,10 @@ private:
     std::optional<clock::time_point> step() {
         std::optional<clock::time_point> idle_until;
         bool worked = false;
+        pacer_.before_look(clock::now());
+        // At the window's end every standby takes in what was fetched,
+        // due or not: the pause that follows drops what was not.
+        const bool closing = pacer_.closing(clock::now());
         for (std::size_t i = 0; i < jobs_.size();) {
             job& j = jobs_[i];
             {
@@ -449,7 +457,7 @@ private:
                     // what was fetched since the last one.
                     if (!s.open()) {
                         if (!follow(j, s)) break;
-                    } else if (s.finished() && clock::now() < s.next_look) {
+                    } else if (s.finished() && !closing && clock::now() < s.next_look) {
                         idle_until = idle_until ? std::min(*idle_until, s.next_look) : s.next_look;
                         continue;
                     }
@@ -493,7 +501,9 @@ private:
             release_current();
             ++i;
         }
+        if (closing) pacer_.after_look(clock::now());  // every standby took in what came
         if (worked) return std::nullopt;
+        if (pacer_.pacing() && idle_until) idle_until = std::min(*idle_until, pacer_.next_event());
         return idle_until;
     }
 
@@ -579,6 +589,7 @@ private:
     restore_callback on_restore_;
     std::size_t slice_records_;
     std::chrono::milliseconds tail_interval_;
+    follow_pacer pacer_;  // restore thread
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

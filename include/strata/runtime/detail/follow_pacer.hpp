@@ -1,0 +1,89 @@
+#pragma once
+/// @file
+/// @brief When the standbys' reader fetches: in a short window once an
+/// interval, not all the time.
+///
+/// Why: the standbys of an instance follow their changelogs through one
+/// consumer, whose fetch names every partition they follow (5,000 for 500
+/// standby tasks of ten stores). A fetch that waits for records sits in the
+/// broker's fetch purgatory, and the broker looks at every partition of it
+/// again on each append to any of them (Kafka's DelayedFetch.tryComplete);
+/// read committed, an append inside a transaction makes nothing readable,
+/// so the fetch stays and is looked at again on the next append. With two
+/// instances of 500 tasks starting on one broker, that took its request
+/// threads (stack samples: DelayedFetch.tryComplete and readFromLog),
+/// records waited past the transaction timeout, and every commit failed
+/// (docs/benchmarks-runtime.md, "Scale"). Paced, the reader fetches for a
+/// window once an interval and is paused between windows: no fetch of it
+/// waits at the broker then. A standby is at most about an interval behind
+/// what its changelog holds; a promoted one restores the rest.
+///
+/// The restore thread drives it: before it looks at the standbys it
+/// resumes fetching when the interval has passed; after it looked at all of
+/// them at the window's end it pauses again (records fetched and not yet
+/// taken in are dropped by a pause, and fetched again next time).
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <utility>
+
+namespace strata::runtime::detail {
+
+class follow_pacer {
+public:
+    using clock = std::chrono::steady_clock;
+
+    /// @param every   a window starts this often (0: no pacing, the reader
+    ///                fetches all the time)
+    /// @param window  how long fetching stays on in each
+    /// @param pause   pauses (true) or resumes (false) the reader's fetching
+    follow_pacer(std::chrono::milliseconds every, std::chrono::milliseconds window, std::function<void(bool)> pause,
+                 clock::time_point now = clock::now())
+        : every_(every), window_(std::min(window, every)), pause_(std::move(pause)), window_end_(now + window_) {}
+
+    /// @brief No pacing.
+    follow_pacer() = default;
+
+    [[nodiscard]] bool pacing() const noexcept { return every_.count() > 0 && pause_ != nullptr; }
+
+    /// @brief Before the standbys are looked at: fetching starts again once
+    /// the interval since the last window's start has passed.
+    void before_look(clock::time_point now) {
+        if (!pacing() || fetching_ || now < resume_at_) return;
+        pause_(false);
+        fetching_ = true;
+        window_end_ = now + window_;
+    }
+
+    /// @brief Whether this look ends the window: every standby is to take in
+    /// what was fetched now, before after_look() pauses.
+    [[nodiscard]] bool closing(clock::time_point now) const noexcept {
+        return pacing() && fetching_ && now >= window_end_;
+    }
+
+    /// @brief After the standbys were looked at: pauses once the window is over.
+    void after_look(clock::time_point now) {
+        if (!closing(now)) return;
+        pause_(true);
+        fetching_ = false;
+        resume_at_ = window_end_ - window_ + every_;
+        if (resume_at_ < now) resume_at_ = now;
+    }
+
+    /// @brief When the restore thread is to look again for the pacing's
+    /// sake: the window's end, or the next window's start.
+    [[nodiscard]] clock::time_point next_event() const noexcept { return fetching_ ? window_end_ : resume_at_; }
+
+    [[nodiscard]] bool fetching() const noexcept { return fetching_; }
+
+private:
+    std::chrono::milliseconds every_{0};
+    std::chrono::milliseconds window_{0};
+    std::function<void(bool)> pause_;
+    bool fetching_ = true;  // a reader fetches from the start
+    clock::time_point window_end_{};
+    clock::time_point resume_at_{};
+};
+
+}  // namespace strata::runtime::detail
