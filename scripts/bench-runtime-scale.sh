@@ -9,7 +9,8 @@
 # Prints a Markdown table; raw JSON lines go to
 # build-bench/results/runtime-scale/.
 #
-# Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"] [--stores "1 10"] [--liveness-ms N] [--again]
+# Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"] [--stores "1 10"] [--liveness-ms N]
+#        [--standby-fetch-ms N] [--again]
 #
 # --stores: logged stores a task (1: aggregate_app's totals; 10: the totals
 # and nine more, each updated by every record), each with its changelog.
@@ -23,6 +24,9 @@
 #
 # --liveness-ms: the instances' liveness_timeout (default 600 ms); under
 # at-least-once a record must be acknowledged within a third of it.
+# --standby-fetch-ms: the instances' standby_fetch_interval (default 0:
+# the standbys' reader fetches all the time; 1000 paces it, as an instance
+# with thousands of standby partitions wants: docs/runtime.md).
 # --again: each run starts its instances a second time, with no local state,
 # on the topics the first start made, and reports that start (and the
 # first one as first_start_s): the broker's creation of the changelogs'
@@ -34,12 +38,14 @@ cd "${repo_dir}"
 partition_counts="16 64 256"
 store_counts="1"
 liveness_args=()
+pacing_args=()
 again_args=()
 while (($#)); do
   case "$1" in
     --partitions) partition_counts="$2"; shift 2 ;;
     --stores) store_counts="$2"; shift 2 ;;
     --liveness-ms) liveness_args=(--liveness-ms "$2"); shift 2 ;;
+    --standby-fetch-ms) pacing_args=(--standby-fetch-ms "$2"); shift 2 ;;
     --again) again_args=(--again 1); shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-runtime-scale: unknown option $1" >&2; exit 2 ;;
@@ -64,7 +70,7 @@ for p in ${partition_counts}; do
         say "${p} partitions, ${stores} store(s) a task, ${g}, ${instances} instance(s), ${standbys} standby"
         if line="$("${bench}" scale --system strata --bootstrap "${STRATA_KAFKA_BOOTSTRAP}" \
             --name "${name}" --work "${work_dir}" --logs "${out_dir}/logs" --partitions "${p}" --stores "${stores}" \
-            --guarantee "${g}" --instances "${instances}" --standbys "${standbys}" --timeout-s 300 "${liveness_args[@]}" "${again_args[@]}" \
+            --guarantee "${g}" --instances "${instances}" --standbys "${standbys}" --timeout-s 300 "${liveness_args[@]}" "${pacing_args[@]}" "${again_args[@]}" \
             2>>"${log}" | tail -n 1)" && [[ "${line}" == "{"* ]]; then
           echo "${line}" >>"${raw}"
         else

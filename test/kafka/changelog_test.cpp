@@ -256,6 +256,80 @@ TEST_CASE("kafka::changelog: a follower reads records written after it began, as
     REQUIRE(follower.end_offset() == 8);
 }
 
+TEST_CASE("kafka::changelog: a follower whose reader stops and resumes fetching reads every record once, in order",
+          "[kafka][changelog]") {
+    // The standbys' reader is paced this way (runtime/detail/follow_pacer.hpp):
+    // a pause drops what was fetched and not yet read, and fetching resumes
+    // from the offset each follower reads next.
+    const std::string topic = kafka_test::make_topic("follow-paused");
+    auto o = kafka_test::log_options(topic);
+    auto shared = std::make_shared<kafka::changelog_reader>(o);
+    o.reader = shared;
+    kafka::changelog log(o);
+    std::size_t written = 0;
+    const auto write = [&](int n) {
+        for (int i = 0; i < n; ++i) log.append(make("k" + std::to_string(written++ % 7), "v").view());
+        REQUIRE(log.flush() == written);
+    };
+    const auto take = [](kafka::changelog::replay_range& follower, std::vector<strata::offset_t>& seen,
+                         std::size_t until) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (seen.size() < until && std::chrono::steady_clock::now() < deadline) {
+            if (!follower.poll()) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                continue;
+            }
+            for (auto it = follower.begin(); it != follower.end(); ++it) seen.push_back((*it).offset);
+        }
+    };
+    const auto at = [&](const kafka::changelog::replay_range& follower) {
+        return std::vector<kafka::changelog_reader::position>{
+            {topic, 0, static_cast<std::int64_t>(follower.next_offset())}};
+    };
+    const auto offsets = [](strata::offset_t from, strata::offset_t to) {
+        std::vector<strata::offset_t> v;
+        for (strata::offset_t i = from; i < to; ++i) v.push_back(i);
+        return v;
+    };
+    {
+        auto follower = log.follow(0);
+        std::vector<strata::offset_t> seen;
+        for (int round = 0; round < 4; ++round) {
+            write(10);
+            if (round % 2 == 0) {
+                // Fetched but not read when the pause comes: dropped, and fetched again.
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            } else {
+                take(follower, seen, written);
+            }
+            shared->pause(at(follower));
+            write(5);
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            REQUIRE_FALSE(follower.poll());  // paused: nothing comes
+            shared->resume_at(at(follower));
+            take(follower, seen, written);
+        }
+        REQUIRE(seen == offsets(0, static_cast<strata::offset_t>(written)));
+        shared->pause(at(follower));  // it ends paused, having read everything
+    }
+    // A new follower of the partition from an earlier offset (a standby
+    // rebuilt from a checkpoint) and one from a later offset (a standby
+    // that held more): each reads from its own offset on, not from where
+    // the one before it stopped (librdkafka keeps that across the replays).
+    for (const strata::offset_t from : {strata::offset_t{12}, static_cast<strata::offset_t>(written) - 3}) {
+        auto follower = log.follow(from);
+        std::vector<strata::offset_t> seen;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        REQUIRE_FALSE(follower.poll());  // still paused: the pause outlives a replay
+        shared->pause(at(follower));
+        shared->resume_at(at(follower));
+        write(2);
+        take(follower, seen, written - static_cast<std::size_t>(from));
+        REQUIRE(seen == offsets(from, static_cast<strata::offset_t>(written)));
+        shared->pause(at(follower));
+    }
+}
+
 TEST_CASE("kafka::changelog: a replay read in batches hands over exactly the records of one read by iterator",
           "[kafka][changelog]") {
     const std::string topic = kafka_test::make_topic("replay-batches");

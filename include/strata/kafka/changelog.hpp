@@ -293,6 +293,9 @@ public:
         return views_;
     }
 
+    /// @brief The offset it reads next (following: one past the last record
+    /// it took from the consumer, or where it began).
+    [[nodiscard]] offset_t next_offset() const noexcept { return expected_; }
     /// @brief The end offset taken when the replay began (following: the
     /// highest end heard of since).
     [[nodiscard]] offset_t end_offset() const noexcept { return end_; }

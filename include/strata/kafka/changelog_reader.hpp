@@ -177,25 +177,46 @@ public:
         return open_.size();
     }
 
-    /// @brief Stops fetching for every replay open now, or starts again.
-    /// Records fetched and not yet read are dropped, and fetched again
-    /// (from the next offset each replay reads) once fetching resumes. A
-    /// replay opened while fetching stopped fetches until the next stop.
-    void pause_fetching(bool pause) {
-        std::vector<std::pair<std::string, std::int32_t>> open;
-        {
-            const std::lock_guard lock(mutex_);
-            open.assign(open_.begin(), open_.end());
-        }
-        if (open.empty()) return;
-        const unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(open.size())));
-        for (const auto& [topic, partition] : open) rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition);
-        check(pause ? rd_kafka_pause_partitions(consumer_.get(), l.get())
-                    : rd_kafka_resume_partitions(consumer_.get(), l.get()),
-              pause ? "pause a changelog reader's fetching" : "resume a changelog reader's fetching");
+    /// @brief A partition a replay reads, and the offset it reads next.
+    struct position {
+        std::string topic;
+        std::int32_t partition = 0;
+        std::int64_t next = 0;
+    };
+
+    /// @brief Stops fetching for these replays' partitions. Records fetched
+    /// and not yet read are dropped. The pause outlives the replay: a new
+    /// replay of the partition fetches only once resume_at() names it.
+    void pause(const std::vector<position>& replays) {
+        if (replays.empty()) return;
+        check(rd_kafka_pause_partitions(consumer_.get(), list_of(replays, false).get()),
+              "pause a changelog reader's fetching");
+    }
+
+    /// @brief Fetches again for these replays' partitions, each from the
+    /// offset its replay reads next. Sent to that offset first, not left to
+    /// librdkafka: a paused partition resumes from the position the
+    /// application last consumed, and that survives a replay's end, so a
+    /// partition read by one standby, paused, and then followed by a new one
+    /// from elsewhere resumed where the old one stopped (below the new
+    /// one's position, which read as a log truncated; or past it, a gap).
+    void resume_at(const std::vector<position>& replays) {
+        if (replays.empty()) return;
+        const unique_partition_list at = list_of(replays, true);
+        check(rd_kafka_seek_partitions(consumer_.get(), at.get(), 0), "position a changelog reader's partitions");
+        check(rd_kafka_resume_partitions(consumer_.get(), at.get()), "resume a changelog reader's fetching");
     }
 
 private:
+    static unique_partition_list list_of(const std::vector<position>& replays, bool with_offsets) {
+        unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(replays.size())));
+        for (const position& p : replays) {
+            rd_kafka_topic_partition_t* e = rd_kafka_topic_partition_list_add(l.get(), p.topic.c_str(), p.partition);
+            if (with_offsets) e->offset = p.next;
+        }
+        return l;
+    }
+
     changelog_options options_;  // what its consumers are made with
     client consumer_;
     bool lookups_apart_;

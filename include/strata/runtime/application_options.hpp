@@ -75,16 +75,21 @@ struct application_options {
     /// caught up: a task moves to a new instance (scaling out) once that
     /// instance's copy of it is this close, and not before.
     std::int64_t acceptable_standby_lag = 10'000;
-    /// How often the standbys fetch what their changelogs gained: the
-    /// instance's standbys' reader fetches for a quarter of this (at most
-    /// 250 ms) once in this long, and is paused in between
-    /// (detail/follow_pacer.hpp). A fetch that waits for records costs the
-    /// broker a look at every partition it names on each append to any of
-    /// them, and a reader that always waited took a broker's request threads
-    /// once 1,000 standby tasks of ten stores followed 10,000 partitions. A
-    /// standby is then at most about this far behind; a promoted one
-    /// restores the rest. Zero: fetching all the time.
-    std::chrono::milliseconds standby_fetch_interval{1'000};
+    /// Zero (the default): the standbys fetch what their changelogs gain all
+    /// the time. Otherwise the instance's standbys' reader fetches for a
+    /// quarter of this (at most 250 ms) once in this long, and is paused in
+    /// between (detail/follow_pacer.hpp): for instances with thousands of
+    /// standby partitions. A fetch that waits for records costs the broker a
+    /// look at every partition it names on each append to any of them, and
+    /// with 5,000 standby partitions an instance took a broker's request
+    /// threads (two instances of 500 tasks and ten stores, exactly-once:
+    /// every commit timed out; with 1 s here they started in 25 s). The cost
+    /// is freshness: a standby, and the lag it reports, is up to about this
+    /// far behind its changelog, so a query a standby answers
+    /// (queries.hpp) and the choice of a warm standby
+    /// (`acceptable_standby_lag`) see it that much older; a promoted one
+    /// restores the rest.
+    std::chrono::milliseconds standby_fetch_interval{0};
 
     /// The group's session timeout: how long a dead instance keeps its
     /// partitions before the group moves them (the broker allows 6-300 s by default).

@@ -24,7 +24,7 @@
 // Usage: aggregate_app --bootstrap B --app ID --input T --output T --state DIR
 //          --instance NAME [--exactly-once] [--persistent | --rocksdb] [--dead-letter]
 //          [--commit-ms N] [--session-ms N] [--liveness-ms N] [--transaction-ms N] [--delay-us N] [--no-cache]
-//          [--standbys N] [--acceptable-lag N] [--broker-timeout-ms N] [--audit TOPIC] [--threads N]
+//          [--standbys N] [--acceptable-lag N] [--standby-fetch-ms N] [--broker-timeout-ms N] [--audit TOPIC] [--threads N]
 //          [--consumer-debug CONTEXTS] [--notes (the runtime's notes on coordination, on stderr)] [--ten-stores (built with STRATA_APP_TEN_STORES only)]
 
 #include "aggregate.hpp"
@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
     c.commit_interval = std::chrono::milliseconds(std::stoll(o.get("commit-ms", "0")));
     c.session_timeout = std::chrono::milliseconds(std::stoll(o.get("session-ms", "6000")));
     c.liveness_timeout = std::chrono::milliseconds(std::stoll(o.get("liveness-ms", "600")));
+    c.standby_fetch_interval = std::chrono::milliseconds(std::stoll(o.get("standby-fetch-ms", "0")));
     // librdkafka's debug contexts for the group consumer (e.g. "cgrp"), on stderr.
     if (const std::string debug = o.get("consumer-debug"); !debug.empty()) c.consumer_settings["debug"] = debug;
     c.transaction_timeout = std::chrono::milliseconds(std::stoll(o.get("transaction-ms", "10000")));

@@ -65,7 +65,7 @@ struct instance_session {
           restore(
               std::move(h.build), [this](std::span<task* const> tasks) { takeover.prepare(tasks); }, reg,
               std::move(h.on_restore), c.restore_slice_records, std::chrono::milliseconds(100),
-              standby_pacer(c, env.standby_reader)) {
+              {c.standby_fetch_interval, pacing_window(c), env.standby_reader}) {
         if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
     }
 
@@ -113,13 +113,6 @@ private:
     static std::chrono::milliseconds pacing_window(const application_options& c) {
         if (c.standby_fetch_interval.count() <= 0) return std::chrono::milliseconds(2000);
         return std::min(c.standby_fetch_interval / 4, std::chrono::milliseconds(250));
-    }
-
-    static follow_pacer standby_pacer(const application_options& c,
-                                      const std::shared_ptr<kafka::changelog_reader>& reader) {
-        if (c.standby_fetch_interval.count() <= 0) return {};
-        return follow_pacer(c.standby_fetch_interval, pacing_window(c),
-                            [reader](bool pause) { reader->pause_fetching(pause); });
     }
 
     /// How long the processing thread waits for an at-least-once commit's

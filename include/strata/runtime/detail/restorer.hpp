@@ -34,6 +34,15 @@
 
 namespace strata::runtime::detail {
 
+/// @brief When the standbys' reader (the one every standby follows its
+/// changelogs through) fetches: a window of `window` once `every`
+/// (follow_pacer.hpp); no reader or no interval: all the time.
+struct standby_pacing {
+    std::chrono::milliseconds every{0};
+    std::chrono::milliseconds window{0};
+    std::shared_ptr<kafka::changelog_reader> reader;
+};
+
 /// @brief Builds and restores tasks on a thread of its own, and keeps
 /// standby tasks current by tailing their changelogs.
 ///
@@ -56,13 +65,14 @@ public:
     /// restore covers every change those offsets commit (runtime-design I3).
     using prepare_fn = std::function<void(std::span<task* const>)>;
 
-    /// `pacer`: when the standbys' reader fetches (follow_pacer.hpp; none: always).
     restorer(build_fn build, prepare_fn prepare, metrics::registry& reg, restore_callback on_restore,
              std::size_t slice_records, std::chrono::milliseconds tail_interval = std::chrono::milliseconds(100),
-             follow_pacer pacer = {})
+             standby_pacing pacing = {})
         : build_(std::move(build)), prepare_(std::move(prepare)), registry_(&reg), on_restore_(std::move(on_restore)),
           slice_records_(slice_records == 0 ? 1 : slice_records), tail_interval_(tail_interval),
-          pacer_(std::move(pacer)) {
+          standby_reader_(std::move(pacing.reader)) {
+        if (standby_reader_ && pacing.every.count() > 0)
+            pacer_ = follow_pacer(pacing.every, pacing.window, [this](bool pause) { pace_standbys(pause); });
         thread_ = std::thread([this] { run(); });
     }
 
@@ -563,6 +573,19 @@ private:
         j.t->set_restore_progress(done, total);
     }
 
+    /// Pauses the standbys' reader, or resumes it with every standby's
+    /// replay sent to the offset it reads next (follow_pacer.hpp).
+    void pace_standbys(bool pause) {
+        std::vector<kafka::changelog_reader::position> followed;
+        for (const job& j : jobs_) {
+            if (!j.standby || j.lost) continue;
+            for (const detail::store_replay& s : j.stores)
+                if (auto p = s.follow_position()) followed.push_back(std::move(*p));
+        }
+        if (pause) standby_reader_->pause(followed);
+        else standby_reader_->resume_at(followed);
+    }
+
     /// Applies up to one slice of records; true if it applied any.
     bool restore_slice(job& j, detail::store_replay& s) {
         task& t = *j.t;
@@ -589,7 +612,8 @@ private:
     restore_callback on_restore_;
     std::size_t slice_records_;
     std::chrono::milliseconds tail_interval_;
-    follow_pacer pacer_;  // restore thread
+    std::shared_ptr<kafka::changelog_reader> standby_reader_;  // paced, or null
+    follow_pacer pacer_;                                       // restore thread
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

@@ -6,6 +6,7 @@
 /// the changelog still holds what the store was built from.
 
 #include <strata/kafka/changelog.hpp>
+#include <strata/kafka/changelog_reader.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/restore/restore.hpp>
 #include <strata/runtime/detail/store_port.hpp>
@@ -95,6 +96,14 @@ public:
 
     /// Lets go of the changelog's consumer.
     void close() noexcept { source_.reset(); }
+
+    /// A standby's replay: its partition and the offset it reads next
+    /// (the restorer pauses and resumes the standbys' reader with them).
+    [[nodiscard]] std::optional<kafka::changelog_reader::position> follow_position() const {
+        if (!following_ || !source_) return std::nullopt;
+        return kafka::changelog_reader::position{log_->topic(), log_->partition(),
+                                                 static_cast<std::int64_t>(source_->range.next_offset())};
+    }
 
     /// Applies up to `slice_records` records under the task's mutex (queries
     /// of a standby read the stores meanwhile; the slice bounds their wait).
