@@ -229,6 +229,12 @@ MUTANTS = [
            "make commits that outlive their records' delivery bound, and every task is rebuilt again and again",
            [("if (limit_ != 0 && width_ != 0 && width_ + partitions > limit_) {", "if (false) {")],
            tests=r"^runtime_unit_commit_width_test$"),
+    mutant("standby-resumed-where-librdkafka-was", ["class changelog_reader {", "void resume_at(const std::vector<position>& replays) {"],
+           "a paced standbys' reader resumes each partition where librdkafka's consumer last was, not at the "
+           "offset its standby reads next: a standby is sent back below its position and rebuilt from its "
+           "changelog's start, and a warm copy is lost at every failover",
+           [("if (at >= 0 && at != want.next) elsewhere.push_back(want);", "")],
+           tests=r"^runtime_failover_test$", kafka=True),
     mutant("commit-width-never-emptied", ["class instance {", "void commit(const std::vector<task*>& ts,"],
            "the partitions a commit covered still count after it: once the limit is reached, no record of a "
            "task outside the first commit's is ever processed again",

@@ -194,17 +194,29 @@ public:
     }
 
     /// @brief Fetches again for these replays' partitions, each from the
-    /// offset its replay reads next. Sent to that offset first, not left to
-    /// librdkafka: a paused partition resumes from the position the
-    /// application last consumed, and that survives a replay's end, so a
-    /// partition read by one standby, paused, and then followed by a new one
-    /// from elsewhere resumed where the old one stopped (below the new
-    /// one's position, which read as a log truncated; or past it, a gap).
+    /// offset its replay reads next. librdkafka resumes a paused partition
+    /// from the position the application last consumed, and that outlives a
+    /// replay: a partition read by one standby, paused, and then followed by
+    /// a new one from elsewhere resumed where the old one had stopped (below
+    /// the new one's position, which read as a truncated log; or past it, a
+    /// gap). A partition whose consumed position is not the offset its
+    /// replay reads next is sent there first; the others are not (a seek
+    /// asks the broker to validate the offset: thousands of them a second
+    /// took the broker again).
     void resume_at(const std::vector<position>& replays) {
         if (replays.empty()) return;
-        const unique_partition_list at = list_of(replays, true);
-        check(rd_kafka_seek_partitions(consumer_.get(), at.get(), 0), "position a changelog reader's partitions");
-        check(rd_kafka_resume_partitions(consumer_.get(), at.get()), "resume a changelog reader's fetching");
+        const unique_partition_list all = list_of(replays, false);
+        check(rd_kafka_position(consumer_.get(), all.get()), "read a changelog reader's positions");
+        std::vector<position> elsewhere;
+        for (int i = 0; i < all->cnt; ++i) {
+            const std::int64_t at = all->elems[i].offset;
+            const position& want = replays[static_cast<std::size_t>(i)];
+            if (at >= 0 && at != want.next) elsewhere.push_back(want);
+        }
+        if (!elsewhere.empty())
+            check(rd_kafka_seek_partitions(consumer_.get(), list_of(elsewhere, true).get(), 0),
+                  "position a changelog reader's partitions");
+        check(rd_kafka_resume_partitions(consumer_.get(), all.get()), "resume a changelog reader's fetching");
     }
 
 private:

@@ -15,13 +15,17 @@
 /// records waited past the transaction timeout, and every commit failed
 /// (docs/benchmarks-runtime.md, "Scale"). Paced, the reader fetches for a
 /// window once an interval and is paused between windows: no fetch of it
-/// waits at the broker then. A standby is at most about an interval behind
-/// what its changelog holds; a promoted one restores the rest.
+/// waits at the broker then.
+///
+/// Opt-in (application_options::standby_fetch_interval): a standby, and the
+/// lag it reports, is then up to an interval old.
 ///
 /// The restore thread drives it: before it looks at the standbys it
-/// resumes fetching when the interval has passed; after it looked at all of
-/// them at the window's end it pauses again (records fetched and not yet
-/// taken in are dropped by a pause, and fetched again next time).
+/// resumes fetching when the interval has passed (each standby's partition
+/// sent to the offset its replay reads next: kafka::changelog_reader::
+/// resume_at says why); after it looked at all of them at the window's end
+/// it pauses again (records fetched and not yet taken in are dropped by a
+/// pause, and fetched again next time).
 
 #include <algorithm>
 #include <chrono>
