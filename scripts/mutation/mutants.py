@@ -233,7 +233,7 @@ MUTANTS = [
            "a paced standbys' reader resumes each partition where librdkafka's consumer last was, not at the "
            "offset its standby reads next: a standby is sent back below its position and rebuilt from its "
            "changelog's start, and a warm copy is lost at every failover",
-           [("if (at >= 0 && at != want.next) elsewhere.push_back(want);", "")],
+           [("if (at >= 0 && at != want.next) elsewhere.push_back(want);", "(void)at; (void)want;")],
            tests=r"^runtime_failover_test$", kafka=True),
     mutant("commit-width-never-emptied", ["class instance {", "void commit(const std::vector<task*>& ts,"],
            "the partitions a commit covered still count after it: once the limit is reached, no record of a "

@@ -162,9 +162,13 @@ TEST_CASE("runtime: exactly-once over three instances of two processing threads,
     s.standbys = 1;
     s.threads = 2;
     // And with the standbys' reader paced (standby_fetch_interval): paused
-    // and resumed every second, each standby still reads its changelog
-    // whole and in order (a resume once sent a standby back to offset 0,
-    // and it was rebuilt: restored from 0 below).
+    // and resumed every second, each standby still reads its changelog in
+    // order, never sent back below what it read (a resume once sent
+    // standbys back to offset 0, and they were rebuilt), and the output is
+    // still that of an uninterrupted run. A paced standby need not have
+    // got anywhere by the kill: its reader fetches only when the restore
+    // thread opens a window, and that thread waits on the broker in an
+    // exactly-once takeover (a loaded run's standby had read nothing).
     s.standby_fetch_ms = GENERATE(0, 1000);
     INFO("standby_fetch_interval " << s.standby_fetch_ms << " ms");
     s.partitions = 12;
@@ -184,9 +188,10 @@ TEST_CASE("runtime: exactly-once over three instances of two processing threads,
             REQUIRE(field(r, "to") > 0);
             // A standby was there, on another process: the restore began
             // where the copy had got to, not at the changelog's start.
-            CHECK(field(r, "from") > 0);
+            if (s.standby_fetch_ms == 0) CHECK(field(r, "from") > 0);
             ++taken_over;
         }
+        for (const auto& l : log) CHECK_THAT(l, !Catch::Contains("the copy is rebuilt from the changelog"));
     }
     CHECK(taken_over >= 2);  // at least one task of each killed thread
     require_output_of_an_uninterrupted_run(o.output_topic, o.written);
