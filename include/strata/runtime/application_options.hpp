@@ -83,7 +83,7 @@ struct application_options {
     /// look at every partition it names on each append to any of them, and
     /// with 5,000 standby partitions an instance took a broker's request
     /// threads (two instances of 500 tasks and ten stores, exactly-once:
-    /// every commit timed out; with 1 s here they started in 25 s). The cost
+    /// every commit timed out; with 1 s here they started in 25-29 s). The cost
     /// is freshness: a standby, and the lag it reports, is up to about this
     /// far behind its changelog, so a query a standby answers
     /// (queries.hpp) and the choice of a warm standby
