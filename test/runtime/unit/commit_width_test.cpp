@@ -20,6 +20,8 @@ TEST_CASE("commit width: a task that would take the work past the limit waits fo
     CHECK_FALSE(w.full());
     CHECK_FALSE(w.admits(9, 11));  // 33 > 25
     CHECK(w.full());
+    CHECK(w.in_work(3));
+    CHECK_FALSE(w.in_work(9));  // turned away, not in
     // The tasks in the work go on, as often as their records come.
     CHECK(w.admits(3, 11));
     CHECK(w.admits(7, 11));

@@ -48,8 +48,8 @@ public:
     /// is in the work from now on. The first task of a commit is always let
     /// in, whatever it writes.
     [[nodiscard]] bool admits(std::int32_t task, std::size_t partitions) {
+        if (in_work(task)) return true;
         const auto i = static_cast<std::size_t>(task);
-        if (i < in_.size() && in_[i]) return true;
         if (limit_ != 0 && width_ != 0 && width_ + partitions > limit_) {
             full_ = true;
             return false;
@@ -58,6 +58,13 @@ public:
         in_[i] = true;
         width_ += partitions;
         return true;
+    }
+
+    /// @brief Whether task `task` is in the work since the last commit (its
+    /// records are admitted without counting its partitions again).
+    [[nodiscard]] bool in_work(std::int32_t task) const noexcept {
+        const auto i = static_cast<std::size_t>(task);
+        return i < in_.size() && in_[i];
     }
 
     /// @brief Whether a record was turned away since the last commit: the

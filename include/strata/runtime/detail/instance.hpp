@@ -303,7 +303,8 @@ private:
             const std::optional<std::size_t> topic = detail::input_index(config_, rd_kafka_topic_name(m->rkt));
             if (!topic) continue;
             task& t = *it->second;
-            if (!width_.admits(t.partition(), partitions_written_by(t))) {
+            // A task's partitions are counted once a commit, not per record.
+            if (!width_.in_work(t.partition()) && !width_.admits(t.partition(), partitions_written_by(t))) {
                 s_->consumer.put_back(*m);  // after the commit this pass makes (commit_width.hpp)
                 return;
             }

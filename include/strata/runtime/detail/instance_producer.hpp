@@ -162,23 +162,22 @@ private:
         kafka::producer_options o;
         o.bootstrap_servers = c_->bootstrap_servers;
         o.extra = c_->producer_settings;
-        const bool eos = c_->guarantee == processing_guarantee::exactly_once;
         auto delivery_timeout = c_->broker_timeout;
-        if (eos) delivery_timeout = std::min(delivery_timeout, c_->transaction_timeout);  // librdkafka requires it
+        if (eos_mode_) delivery_timeout = std::min(delivery_timeout, c_->transaction_timeout);  // librdkafka requires it
         else delivery_timeout = std::min(delivery_timeout, at_least_once_delivery_bound(*c_));
         if (const auto it = o.extra.find("message.timeout.ms"); it == o.extra.end()) {
             o.extra["message.timeout.ms"] = std::to_string(delivery_timeout.count());
             delivery_timeout_ = delivery_timeout;
         } else {
             delivery_timeout_ = std::chrono::milliseconds(std::strtoll(it->second.c_str(), nullptr, 10));
-            if (!eos && delivery_timeout_ > delivery_timeout)
+            if (!eos_mode_ && delivery_timeout_ > delivery_timeout)
                 c_->warn("producer_settings message.timeout.ms=" + it->second + " is over " +
                          std::to_string(delivery_timeout.count()) +
                          " ms (a third of liveness_timeout, at most a fifth of session_timeout): records an "
                          "instance queued before a pause may land after "
                          "another instance took its tasks over, and undo that instance's changelog writes");
         }
-        if (eos) {
+        if (eos_mode_) {
             o.transactional_id = transactional_id_of(*c_);
             o.extra["transaction.timeout.ms"] = std::to_string(c_->transaction_timeout.count());
             eos_.emplace(std::move(o), c_->broker_timeout);

@@ -103,15 +103,15 @@ private:
         // Paced, a fetch should not outlast the window it is sent in.
         if (for_standbys)
             o.consumer_settings.try_emplace("fetch.wait.max.ms",
-                                            std::to_string(std::min<std::int64_t>(500, pacing_window(c).count() / 4 + 10)));
+                                            c.standby_fetch_interval.count() > 0
+                                                ? std::to_string(std::min<std::int64_t>(500, pacing_window(c).count() / 4 + 10))
+                                                : std::string("500"));
         o.read_committed = true;
         return std::make_shared<kafka::changelog_reader>(o);
     }
 
-    /// How long the standbys' reader fetches in each standby_fetch_interval
-    /// (500 ms when it is not paced: a fetch's wait then).
+    /// How long the standbys' reader fetches in each standby_fetch_interval.
     static std::chrono::milliseconds pacing_window(const application_options& c) {
-        if (c.standby_fetch_interval.count() <= 0) return std::chrono::milliseconds(2000);
         return std::min(c.standby_fetch_interval / 4, std::chrono::milliseconds(250));
     }
 
