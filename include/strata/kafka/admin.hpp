@@ -167,7 +167,7 @@ inline rd_kafka_resp_err_t list_ends(rd_kafka_t* rk, const std::string& topic, c
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         const rd_kafka_resp_err_t err =
             list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, timeout_ms(std::max(left, std::chrono::milliseconds(1))), ends)
-                .first;
+                .err;
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !transient(err) ||
             std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
             return err;

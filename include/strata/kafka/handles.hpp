@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -245,27 +246,42 @@ inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, st
 }
 
 namespace detail {
+/// How a ListOffsets call failed: the error, the index of the partition it
+/// is charged to, and whether that partition's own answer said so.
+struct offsets_failure {
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    std::size_t index = 0;
+    bool own = false;
+};
+
 /// The offsets `which` (RD_KAFKA_OFFSET_BEGINNING or _END) of `partitions`,
 /// in one ListOffsets request to each leader, written to `out` in the order
-/// asked. @returns the first error and the index of its partition
-inline std::pair<rd_kafka_resp_err_t, std::size_t> list_offsets(
-    rd_kafka_t* rk, const std::vector<std::pair<std::string, std::int32_t>>& partitions, std::int64_t which,
-    int timeout, std::vector<std::int64_t>& out) {
+/// asked. @returns how it failed, if it did
+inline offsets_failure list_offsets(rd_kafka_t* rk, const std::vector<std::pair<std::string, std::int32_t>>& partitions,
+                                    std::int64_t which, int timeout, std::vector<std::int64_t>& out) {
     const unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
     for (const auto& [topic, partition] : partitions)
         rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition)->offset = which;
-    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l.get(), timeout);
+    const rd_kafka_resp_err_t call = rd_kafka_offsets_for_times(rk, l.get(), timeout);
     out.resize(partitions.size());
-    std::size_t failed = 0;
     // librdkafka writes each answer into the element asked for; an element
-    // left with the offset it was asked with got no answer.
-    for (std::size_t i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && i < partitions.size(); ++i) {
-        err = l->elems[i].err;
-        failed = i;
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[i].offset < 0) err = RD_KAFKA_RESP_ERR__TIMED_OUT;
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out[i] = l->elems[i].offset;
+    // left with the offset it was asked with got no answer. A call that
+    // timed out as a whole may still carry answers and errors of some
+    // partitions (a partition the topic lacks says so at once): the failure
+    // is charged to the first partition with an error of its own, and only
+    // then to the first without an answer.
+    std::optional<std::size_t> unanswered;
+    for (std::size_t i = 0; i < partitions.size(); ++i) {
+        const rd_kafka_topic_partition_t& e = l->elems[i];
+        if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR && e.err != RD_KAFKA_RESP_ERR__IN_PROGRESS) return {e.err, i, true};
+        if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR || e.offset < 0) {
+            if (!unanswered) unanswered = i;
+            continue;
+        }
+        out[i] = e.offset;
     }
-    return {err, failed};
+    if (unanswered) return {call != RD_KAFKA_RESP_ERR_NO_ERROR ? call : RD_KAFKA_RESP_ERR__TIMED_OUT, *unanswered, false};
+    return {call, 0, false};
 }
 
 /// list_bounds_of, or with `with_start` false only the ends (one request to
@@ -280,23 +296,28 @@ inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
     };
     const int attempt = std::max(1000, timeout_ms(timeout) / 4);
     std::vector<std::int64_t> starts, ends;
+    offsets_failure named;  // the last failure a partition's own answer gave
     for (;;) {
-        std::pair<rd_kafka_resp_err_t, std::size_t> r{RD_KAFKA_RESP_ERR_NO_ERROR, 0};
-        if (with_start) r = list_offsets(rk, partitions, RD_KAFKA_OFFSET_BEGINNING, std::min(attempt, left()), starts);
-        if (r.first == RD_KAFKA_RESP_ERR_NO_ERROR)
-            r = list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, std::min(attempt, left()), ends);
-        const auto [err, failed] = r;
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        offsets_failure f;
+        if (with_start) f = list_offsets(rk, partitions, RD_KAFKA_OFFSET_BEGINNING, std::min(attempt, left()), starts);
+        if (f.err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            f = list_offsets(rk, partitions, RD_KAFKA_OFFSET_END, std::min(attempt, left()), ends);
+        if (f.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             std::vector<partition_bounds> out;
             out.reserve(partitions.size());
             for (std::size_t i = 0; i < partitions.size(); ++i) out.push_back({with_start ? starts[i] : ends[i], ends[i]});
             return out;
         }
-        const auto& [topic, partition] = partitions.at(failed);
-        if (!transient(err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
-            throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);
+        if (f.own) named = f;
+        const bool last = !transient(f.err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline;
+        // The last attempt, cut short by the deadline, may time out before
+        // any answer: an earlier attempt's partition that said what was
+        // wrong is the one to name.
+        if (last && !f.own && named.own) f = named;
+        const auto& [topic, partition] = partitions.at(f.index);
+        if (last) throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", f.err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+        if (f.err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && f.err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
             refresh_metadata(rk, topic, std::min(1000, left()));
     }
 }
