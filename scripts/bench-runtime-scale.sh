@@ -10,7 +10,7 @@
 # build-bench/results/runtime-scale/.
 #
 # Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"] [--stores "1 10"] [--liveness-ms N]
-#        [--standby-fetch-ms N] [--again]
+#        [--standby-fetch-ms N] [--standby-pacing-from N] [--again]
 #
 # --stores: logged stores a task (1: aggregate_app's totals; 10: the totals
 # and nine more, each updated by every record), each with its changelog.
@@ -24,9 +24,11 @@
 #
 # --liveness-ms: the instances' liveness_timeout (default 600 ms); under
 # at-least-once a record must be acknowledged within a third of it.
-# --standby-fetch-ms: the instances' standby_fetch_interval (default 0:
-# the standbys' reader fetches all the time; 1000 paces it, as an instance
-# with thousands of standby partitions wants: docs/runtime.md).
+# --standby-fetch-ms, --standby-pacing-from: the instances'
+# standby_fetch_interval and standby_pacing_from_partitions (the library's
+# defaults unless given: an instance that follows 2,000 standby partitions
+# or more fetches for them in a window once a second; --standby-fetch-ms 0
+# fetches all the time: docs/runtime.md).
 # --again: each run starts its instances a second time, with no local state,
 # on the topics the first start made, and reports that start (and the
 # first one as first_start_s): the broker's creation of the changelogs'
@@ -45,7 +47,8 @@ while (($#)); do
     --partitions) partition_counts="$2"; shift 2 ;;
     --stores) store_counts="$2"; shift 2 ;;
     --liveness-ms) liveness_args=(--liveness-ms "$2"); shift 2 ;;
-    --standby-fetch-ms) pacing_args=(--standby-fetch-ms "$2"); shift 2 ;;
+    --standby-fetch-ms) pacing_args+=(--standby-fetch-ms "$2"); shift 2 ;;
+    --standby-pacing-from) pacing_args+=(--standby-pacing-from "$2"); shift 2 ;;
     --again) again_args=(--again 1); shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-runtime-scale: unknown option $1" >&2; exit 2 ;;

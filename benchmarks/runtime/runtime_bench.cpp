@@ -345,7 +345,8 @@ struct system_options {
     std::uint64_t cache_bytes = 10u << 20;  // Kafka Streams' statestore.cache.max.bytes
     std::uint64_t stores = 1;               // logged stores a task: 1, or 10 (aggregate_app --ten-stores)
     std::uint64_t liveness_ms = 0;          // strata's liveness_timeout; 0: its default (600 ms)
-    std::uint64_t standby_fetch_ms = 0;     // strata's standby_fetch_interval; 0: fetching all the time
+    std::string standby_fetch_ms;           // strata's standby_fetch_interval (0: fetching all the time); empty: its default
+    std::string standby_pacing_from;        // strata's standby_pacing_from_partitions; empty: its default
     std::uint64_t threads = 1;              // processing threads (strata, the ceiling; Kafka Streams' stream threads)
     bool ceiling_changelog = false;         // the ceiling also writes a changelog (ceiling_app --changelog)
     std::string application_id, input, output;
@@ -356,7 +357,8 @@ struct system_options {
           guarantee(a.str("guarantee", "at_least_once")),
           session_ms(a.num("session-ms", 6000)), transaction_ms(a.num("transaction-ms", 10000)),
           standbys(a.num("standbys", 0)), cache_bytes(a.num("cache-bytes", 10u << 20)), stores(a.num("stores", 1)),
-          liveness_ms(a.num("liveness-ms", 0)), standby_fetch_ms(a.num("standby-fetch-ms", 0)),
+          liveness_ms(a.num("liveness-ms", 0)), standby_fetch_ms(a.str("standby-fetch-ms", "")),
+          standby_pacing_from(a.str("standby-pacing-from", "")),
           threads(a.num("threads", 1)),
           ceiling_changelog(a.num("ceiling-changelog", 0) != 0) {
         if (threads < 1) throw std::invalid_argument("--threads is at least 1");
@@ -401,9 +403,13 @@ struct system_options {
                 v.emplace_back("--liveness-ms");
                 v.emplace_back(std::to_string(liveness_ms));
             }
-            if (standby_fetch_ms != 0) {
+            if (!standby_fetch_ms.empty()) {
                 v.emplace_back("--standby-fetch-ms");
-                v.emplace_back(std::to_string(standby_fetch_ms));
+                v.emplace_back(standby_fetch_ms);
+            }
+            if (!standby_pacing_from.empty()) {
+                v.emplace_back("--standby-pacing-from");
+                v.emplace_back(standby_pacing_from);
             }
             return v;
         }
@@ -435,7 +441,8 @@ struct system_options {
             .put("application_id", application_id);
         if (system == "ceiling") j.put("ceiling_changelog", ceiling_changelog);
         if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
-        if (strata()) j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600).put("standby_fetch_ms", standby_fetch_ms);
+        if (strata()) j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600).put("standby_fetch_ms", standby_fetch_ms.empty() ? "default" : standby_fetch_ms)
+                .put("standby_pacing_from", standby_pacing_from.empty() ? "default" : standby_pacing_from);
     }
 };
 
@@ -1459,7 +1466,7 @@ int main(int argc, char** argv) {
                      "         --name PREFIX --work DIR [--logs DIR] [--app PATH] [--peer PATH] [--keep-topics 1]\n"
                      "         [--guarantee at_least_once|exactly_once] [--commit-ms 1000|100]\n"
                      "         [--session-ms 6000] [--transaction-ms 10000] [--cache-bytes 10MiB (Kafka Streams)]\n"
-                     "         [--liveness-ms 600 (strata)] [--standby-fetch-ms 0 (strata: standby_fetch_interval)]\n"
+                     "         [--liveness-ms 600 (strata)] [--standby-fetch-ms N (strata: standby_fetch_interval)] [--standby-pacing-from N (strata: standby_pacing_from_partitions)]\n"
                      "         [--threads 1 (processing threads of each instance)]\n"
                      "         [--ceiling-changelog 1 (the ceiling writes the changed keys to a changelog at each commit)]\n"
                      "  throughput [--records 1M] [--keys 100k] [--timeout-s 900]\n"

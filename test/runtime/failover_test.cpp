@@ -30,7 +30,7 @@ struct scenario {
     std::chrono::seconds kill_after{5};
     int standbys = 0;
     int threads = 1;  // processing threads of each instance
-    int standby_fetch_ms = 0;  // standby_fetch_interval (0: fetching all the time)
+    int standby_fetch_ms = 0;  // standby_fetch_interval, paced whatever the standbys follow; 0: the defaults (unpaced here)
 };
 
 struct outcome {
@@ -52,7 +52,8 @@ outcome run_with_a_kill(const scenario& s, test_support::temp_dir& dir) {
                                    "--session-ms", "6000"};
         if (s.exactly_once) a.insert(a.end(), {"--exactly-once", "--transaction-ms", "5000"});
         if (s.standbys > 0) a.insert(a.end(), {"--standbys", std::to_string(s.standbys)});
-        if (s.standby_fetch_ms > 0) a.insert(a.end(), {"--standby-fetch-ms", std::to_string(s.standby_fetch_ms)});
+        if (s.standby_fetch_ms > 0)
+            a.insert(a.end(), {"--standby-fetch-ms", std::to_string(s.standby_fetch_ms), "--standby-pacing-from", "0"});
         if (s.threads > 1) a.insert(a.end(), {"--threads", std::to_string(s.threads)});
         return a;
     };
@@ -161,7 +162,9 @@ TEST_CASE("runtime: exactly-once over three instances of two processing threads,
     s.exactly_once = true;
     s.standbys = 1;
     s.threads = 2;
-    // And with the standbys' reader paced (standby_fetch_interval): paused
+    // And with the standbys' reader paced (standby_fetch_interval, and
+    // standby_pacing_from_partitions 0, since these standbys follow a few
+    // dozen partitions, not thousands): paused
     // and resumed every second, each standby still reads its changelog in
     // order, never sent back below what it read (a resume once sent
     // standbys back to offset 0, and they were rebuilt), and the output is

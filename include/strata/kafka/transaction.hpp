@@ -57,7 +57,7 @@ public:
             throw usage_error("strata::kafka::exactly_once: a transactional_id is required");
         producer_ = std::make_shared<producer>(std::move(o));
         output_tracker_ = &producer_->new_tracker();
-        check(rd_kafka_init_transactions(producer_->get(), timeout_ms(timeout_)), "initialize transactions");
+        initialize(clock::now() + timeout_);
     }
 
     /// @brief The producer to give every `kafka::changelog` of the task.
@@ -172,6 +172,23 @@ private:
                 rd_kafka_error_txn_requires_abort(err.get()) != 0 || clock::now() >= deadline)
                 return err;
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+
+    /// Initializes transactions, asking again while the transaction
+    /// coordinator is not there yet (NOT_COORDINATOR, loading, not
+    /// available: a broker just started or under load) or librdkafka calls
+    /// the error retriable, until `deadline`. Before, one NOT_COORDINATOR
+    /// at an exactly-once instance's start stopped it.
+    void initialize(clock::time_point deadline) {
+        for (;;) {
+            unique_error err(rd_kafka_init_transactions(producer_->get(), ms_left(deadline)));
+            if (!err) return;
+            const rd_kafka_resp_err_t code = rd_kafka_error_code(err.get());
+            const bool again = rd_kafka_error_is_retriable(err.get()) != 0 || group_coordinator_unavailable(code);
+            if (!again || rd_kafka_error_is_fatal(err.get()) != 0 || clock::now() >= deadline)
+                throw error("initialize transactions", code, rd_kafka_error_string(err.get()));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     }
 

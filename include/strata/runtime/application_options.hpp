@@ -9,6 +9,7 @@
 #include <strata/kafka/handles.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -75,21 +76,25 @@ struct application_options {
     /// caught up: a task moves to a new instance (scaling out) once that
     /// instance's copy of it is this close, and not before.
     std::int64_t acceptable_standby_lag = 10'000;
-    /// Zero (the default): the standbys fetch what their changelogs gain all
-    /// the time. Otherwise the instance's standbys' reader fetches for a
-    /// quarter of this (at most 250 ms) once in this long, and is paused in
-    /// between (detail/follow_pacer.hpp): for instances with thousands of
-    /// standby partitions. A fetch that waits for records costs the broker a
-    /// look at every partition it names on each append to any of them, and
-    /// with 5,000 standby partitions an instance took a broker's request
-    /// threads (two instances of 500 tasks and ten stores, exactly-once:
-    /// every commit timed out; with 1 s here they started in 25-29 s). The cost
-    /// is freshness: a standby, and the lag it reports, is up to about this
-    /// far behind its changelog, so a query a standby answers
-    /// (queries.hpp) and the choice of a warm standby
+    /// How the standbys' reader of an instance with many standby partitions
+    /// fetches: once it follows `standby_pacing_from_partitions` changelog
+    /// partitions or more, it fetches for a quarter of this interval (at
+    /// most 250 ms) once an interval and is paused in between
+    /// (detail/follow_pacer.hpp); below that, and with an interval of zero,
+    /// it fetches all the time. Why: a fetch that waits for records costs
+    /// the broker a look at every partition it names on each append to any
+    /// of them, and with 5,000 standby partitions an instance took a
+    /// broker's request threads (two instances of 500 tasks and ten stores,
+    /// exactly-once: every commit timed out; paced at 1 s they started in
+    /// 25-29 s). The cost is freshness: a paced standby, and the lag it
+    /// reports, is up to about an interval behind its changelog, so a query
+    /// a standby answers (queries.hpp) and the choice of a warm standby
     /// (`acceptable_standby_lag`) see it that much older; a promoted one
     /// restores the rest.
-    std::chrono::milliseconds standby_fetch_interval{0};
+    std::chrono::milliseconds standby_fetch_interval{1000};
+    /// From how many standby changelog partitions on the standbys' reader is
+    /// paced (see standby_fetch_interval; 0: whenever there is a standby).
+    std::size_t standby_pacing_from_partitions = 2000;
 
     /// The group's session timeout: how long a dead instance keeps its
     /// partitions before the group moves them (the broker allows 6-300 s by default).
@@ -196,6 +201,8 @@ struct application_options {
         if (bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
         if (standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
+        if (standby_fetch_interval.count() < 0)
+            throw usage_error("strata::runtime: standby_fetch_interval is negative; 0 fetches all the time");
         if (processing_threads < 1)
             throw usage_error("strata::runtime: processing_threads is " + std::to_string(processing_threads) +
                               "; it is at least 1");

@@ -17,18 +17,27 @@
 /// window once an interval and is paused between windows: no fetch of it
 /// waits at the broker then.
 ///
-/// Opt-in (application_options::standby_fetch_interval): a standby, and the
-/// lag it reports, is then up to an interval old.
+/// Only from a number of standby partitions on
+/// (application_options::standby_pacing_from_partitions, 2,000 by default):
+/// paced, a standby, and the lag it reports, is up to an interval old, a
+/// price worth paying only where the broker's load calls for it. The pacer
+/// engages when the standbys followed reach that number and lets go (the
+/// reader fetches all the time again) when they fall below it.
 ///
 /// The restore thread drives it: before it looks at the standbys it
 /// resumes fetching when the interval has passed (each standby's partition
 /// sent to the offset its replay reads next: kafka::changelog_reader::
 /// resume_at says why); after it looked at all of them at the window's end
 /// it pauses again (records fetched and not yet taken in are dropped by a
-/// pause, and fetched again next time).
+/// pause, and fetched again next time). Windows opened by a timer of their
+/// own would gain nothing: only the restore thread applies what was
+/// fetched, so while it waits on the broker (an exactly-once takeover's
+/// lookups) a standby falls behind whether its records wait in librdkafka's
+/// queue or at the broker.
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <utility>
 
@@ -42,28 +51,40 @@ public:
     ///                fetches all the time)
     /// @param window  how long fetching stays on in each
     /// @param pause   pauses (true) or resumes (false) the reader's fetching
+    /// @param from    paces only while at least this many partitions are followed
     follow_pacer(std::chrono::milliseconds every, std::chrono::milliseconds window, std::function<void(bool)> pause,
-                 clock::time_point now = clock::now())
-        : every_(every), window_(std::min(window, every)), pause_(std::move(pause)), window_end_(now + window_) {}
+                 std::size_t from = 0, clock::time_point now = clock::now())
+        : every_(every), window_(std::min(window, every)), pause_(std::move(pause)), from_(from),
+          window_end_(now + window_) {}
 
     /// @brief No pacing.
     follow_pacer() = default;
 
-    [[nodiscard]] bool pacing() const noexcept { return every_.count() > 0 && pause_ != nullptr; }
+    /// @brief Whether the reader is paced now (engaged by the last before_look).
+    [[nodiscard]] bool pacing() const noexcept { return engaged_; }
 
-    /// @brief Before the standbys are looked at: fetching starts again once
-    /// the interval since the last window's start has passed.
-    void before_look(clock::time_point now) {
-        if (!pacing() || fetching_ || now < resume_at_) return;
-        pause_(false);
-        fetching_ = true;
-        window_end_ = now + window_;
+    /// @brief Before the standbys are looked at, with the number of
+    /// partitions they follow: pacing engages or lets go (the reader
+    /// fetches all the time again at once); paced, fetching starts again
+    /// once the interval since the last window's start has passed.
+    void before_look(clock::time_point now, std::size_t followed) {
+        const bool was = engaged_;
+        engaged_ = every_.count() > 0 && pause_ != nullptr && followed > 0 && followed >= from_;
+        if (fetching_) {
+            if (engaged_ && !was) window_end_ = now + window_;  // the first window starts now
+            return;
+        }
+        if (!engaged_ || now >= resume_at_) {
+            pause_(false);
+            fetching_ = true;
+            window_end_ = now + window_;
+        }
     }
 
     /// @brief Whether this look ends the window: every standby is to take in
     /// what was fetched now, before after_look() pauses.
     [[nodiscard]] bool closing(clock::time_point now) const noexcept {
-        return pacing() && fetching_ && now >= window_end_;
+        return engaged_ && fetching_ && now >= window_end_;
     }
 
     /// @brief After the standbys were looked at: pauses once the window is over.
@@ -85,6 +106,8 @@ private:
     std::chrono::milliseconds every_{0};
     std::chrono::milliseconds window_{0};
     std::function<void(bool)> pause_;
+    std::size_t from_ = 0;
+    bool engaged_ = false;
     bool fetching_ = true;  // a reader fetches from the start
     clock::time_point window_end_{};
     clock::time_point resume_at_{};

@@ -65,7 +65,7 @@ struct instance_session {
           restore(
               std::move(h.build), [this](std::span<task* const> tasks) { takeover.prepare(tasks); }, reg,
               std::move(h.on_restore), c.restore_slice_records, std::chrono::milliseconds(100),
-              {c.standby_fetch_interval, pacing_window(c), env.standby_reader}) {
+              {c.standby_fetch_interval, pacing_window(c), env.standby_reader, c.standby_pacing_from_partitions}) {
         if (c.on_bad_record == bad_record_action::dead_letter) topics.ensure_dead_letters();
     }
 
@@ -90,11 +90,13 @@ struct instance_session {
 private:
     /// Read committed, as every changelog of the runtime (task_context::changelog).
     /// The standbys' reader asks for idle partitions less often than every
-    /// 10 ms (kafka::changelog_options::follower says why): unpaced, a
-    /// fetch waits up to 500 ms (it returns as soon as records come);
-    /// paced (follow_pacer.hpp), it fetches only in a window once a
-    /// standby_fetch_interval, and a fetch waits no more than a quarter of
-    /// the window, so that one is answered before the pause drops it.
+    /// 10 ms (kafka::changelog_options::follower says why). Where it may
+    /// be paced (follow_pacer.hpp: it fetches only in a window once a
+    /// standby_fetch_interval), a fetch waits no more than a quarter of the
+    /// window, so that one is answered before the pause drops it (and,
+    /// unpaced below standby_pacing_from_partitions, a few idle fetches a
+    /// second); never paced, it waits up to 500 ms (it returns as soon as
+    /// records come).
     static std::shared_ptr<kafka::changelog_reader> shared_changelog_reader(const application_options& c,
                                                                             bool for_standbys) {
         kafka::changelog_options o;

@@ -35,12 +35,14 @@
 namespace strata::runtime::detail {
 
 /// @brief When the standbys' reader (the one every standby follows its
-/// changelogs through) fetches: a window of `window` once `every`
-/// (follow_pacer.hpp); no reader or no interval: all the time.
+/// changelogs through) fetches: a window of `window` once `every` while the
+/// standbys follow at least `from` partitions (follow_pacer.hpp); no
+/// reader or no interval: all the time.
 struct standby_pacing {
     std::chrono::milliseconds every{0};
     std::chrono::milliseconds window{0};
     std::shared_ptr<kafka::changelog_reader> reader;
+    std::size_t from = 0;
 };
 
 /// @brief Builds and restores tasks on a thread of its own, and keeps
@@ -72,7 +74,7 @@ public:
           slice_records_(slice_records == 0 ? 1 : slice_records), tail_interval_(tail_interval),
           standby_reader_(std::move(pacing.reader)) {
         if (standby_reader_ && pacing.every.count() > 0)
-            pacer_ = follow_pacer(pacing.every, pacing.window, [this](bool pause) { pace_standbys(pause); });
+            pacer_ = follow_pacer(pacing.every, pacing.window, [this](bool pause) { pace_standbys(pause); }, pacing.from);
         thread_ = std::thread([this] { run(); });
     }
 
@@ -436,7 +438,7 @@ private:
     std::optional<clock::time_point> step() {
         std::optional<clock::time_point> idle_until;
         bool worked = false;
-        pacer_.before_look(clock::now());
+        pacer_.before_look(clock::now(), followed_partitions());
         // At the window's end every standby takes in what was fetched,
         // due or not: the pause that follows drops what was not.
         const bool closing = pacer_.closing(clock::now());
@@ -571,6 +573,14 @@ private:
             total += s.progress.records_total;
         }
         j.t->set_restore_progress(done, total);
+    }
+
+    /// The changelog partitions the standbys follow (those not lost).
+    [[nodiscard]] std::size_t followed_partitions() const {
+        std::size_t n = 0;
+        for (const job& j : jobs_)
+            if (j.standby && !j.lost) n += j.stores.size();
+        return n;
     }
 
     /// Pauses the standbys' reader, or resumes it with every standby's
