@@ -11,6 +11,7 @@
 #
 # Usage: scripts/bench-runtime-scale.sh [--partitions "16 64 256"] [--stores "1 10"] [--liveness-ms N]
 #        [--standby-fetch-ms N] [--standby-pacing-from N] [--again]
+#        [--guarantees "at_least_once exactly_once"] [--instances "1 2"]
 #
 # --stores: logged stores a task (1: aggregate_app's totals; 10: the totals
 # and nine more, each updated by every record), each with its changelog.
@@ -26,9 +27,11 @@
 # at-least-once a record must be acknowledged within a third of it.
 # --standby-fetch-ms, --standby-pacing-from: the instances'
 # standby_fetch_interval and standby_pacing_from_partitions (the library's
-# defaults unless given: an instance that follows 2,000 standby partitions
+# defaults unless given: an instance that follows 1,000 standby partitions
 # or more fetches for them in a window once a second; --standby-fetch-ms 0
 # fetches all the time: docs/runtime.md).
+# --guarantees, --instances: the rows to run (by default all four; 2 means
+# two instances with one standby each).
 # --again: each run starts its instances a second time, with no local state,
 # on the topics the first start made, and reports that start (and the
 # first one as first_start_s): the broker's creation of the changelogs'
@@ -38,6 +41,8 @@ repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_dir}"
 
 partition_counts="16 64 256"
+guarantees="at_least_once exactly_once"
+instance_counts="1 2"
 store_counts="1"
 liveness_args=()
 pacing_args=()
@@ -50,6 +55,8 @@ while (($#)); do
     --standby-fetch-ms) pacing_args+=(--standby-fetch-ms "$2"); shift 2 ;;
     --standby-pacing-from) pacing_args+=(--standby-pacing-from "$2"); shift 2 ;;
     --again) again_args=(--again 1); shift ;;
+    --guarantees) guarantees="$2"; shift 2 ;;
+    --instances) instance_counts="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-runtime-scale: unknown option $1" >&2; exit 2 ;;
   esac
@@ -62,9 +69,9 @@ runtime_bench_prepare runtime-scale
 
 for p in ${partition_counts}; do
   for stores in ${store_counts}; do
-    for g in at_least_once exactly_once; do
-      for layout in "1 0" "2 1"; do
-        read -r instances standbys <<<"${layout}"
+    for g in ${guarantees}; do
+      for instances in ${instance_counts}; do
+        standbys=$((instances > 1 ? 1 : 0))
         name="sc-${stamp,,}-p${p}-s${stores}-${g%%_*}-i${instances}"
         if ((strata_broker_started)); then
           broker_down "${log}"

@@ -85,16 +85,20 @@ struct application_options {
     /// the broker a look at every partition it names on each append to any
     /// of them, and with 5,000 standby partitions an instance took a
     /// broker's request threads (two instances of 500 tasks and ten stores,
-    /// exactly-once: every commit timed out; paced at 1 s they started in
-    /// 25-29 s). The cost is freshness: a paced standby, and the lag it
+    /// exactly-once: every commit timed out; paced, they started in 36 s at
+    /// 1 s, 30 s at 2 s and 22-28 s at 3 s: docs/benchmarks-runtime.md,
+    /// "Scale"). The cost is freshness: a paced standby, and the lag it
     /// reports, is up to about an interval behind its changelog, so a query
     /// a standby answers (queries.hpp) and the choice of a warm standby
     /// (`acceptable_standby_lag`) see it that much older; a promoted one
     /// restores the rest.
-    std::chrono::milliseconds standby_fetch_interval{1000};
+    std::chrono::milliseconds standby_fetch_interval{3000};
     /// From how many standby changelog partitions on the standbys' reader is
     /// paced (see standby_fetch_interval; 0: whenever there is a standby).
-    std::size_t standby_pacing_from_partitions = 2000;
+    /// Measured unpaced, two exactly-once instances on one broker started
+    /// in 11.7 s following 2,000 each and never got through at 3,500: half
+    /// the count that worked, for a broker with less to spare.
+    std::size_t standby_pacing_from_partitions = 1000;
 
     /// The group's session timeout: how long a dead instance keeps its
     /// partitions before the group moves them (the broker allows 6-300 s by default).

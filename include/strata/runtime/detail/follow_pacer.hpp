@@ -18,7 +18,7 @@
 /// waits at the broker then.
 ///
 /// Only from a number of standby partitions on
-/// (application_options::standby_pacing_from_partitions, 2,000 by default):
+/// (application_options::standby_pacing_from_partitions, 1,000 by default):
 /// paced, a standby, and the lag it reports, is up to an interval old, a
 /// price worth paying only where the broker's load calls for it. The pacer
 /// engages when the standbys followed reach that number and lets go (the
