@@ -441,7 +441,9 @@ struct system_options {
             .put("application_id", application_id);
         if (system == "ceiling") j.put("ceiling_changelog", ceiling_changelog);
         if (system == "kafka-streams") j.put("cache_bytes", cache_bytes);
-        if (strata()) j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600).put("standby_fetch_ms", standby_fetch_ms.empty() ? "default" : standby_fetch_ms)
+        if (strata())
+            j.put("liveness_ms", liveness_ms != 0 ? liveness_ms : 600)
+                .put("standby_fetch_ms", standby_fetch_ms.empty() ? "default" : standby_fetch_ms)
                 .put("standby_pacing_from", standby_pacing_from.empty() ? "default" : standby_pacing_from);
     }
 };

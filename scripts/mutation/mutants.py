@@ -241,6 +241,12 @@ MUTANTS = [
            [("if (outcome != detail::commit_outcome::held && outcome != detail::commit_outcome::deferred) "
              "width_.committed();", "")],
            tests=r"^runtime_application_test$", kafka=True),
+    mutant("pacing-whatever-the-count", ["class follow_pacer {", "void before_look(clock::time_point now, std::size_t followed) {"],
+           "the standbys' reader is paced whatever number of partitions it follows: every instance with a "
+           "standby, however few, sees its standbys and their lag up to an interval old",
+           [("engaged_ = every_.count() > 0 && pause_ != nullptr && followed > 0 && followed >= from_;",
+             "engaged_ = every_.count() > 0 && pause_ != nullptr; (void)followed;")],
+           tests=r"^runtime_unit_follow_pacer_test$"),
 
     # --- the runtime: fencing
     mutant("lease-without-margin", ["class lease {", "void confirmed(time_point sent) {"],

@@ -239,7 +239,8 @@ int main(int argc, char** argv) {
     c.session_timeout = std::chrono::milliseconds(std::stoll(o.get("session-ms", "6000")));
     c.liveness_timeout = std::chrono::milliseconds(std::stoll(o.get("liveness-ms", "600")));
     // The standbys' pacing (standby_fetch_interval, standby_pacing_from_partitions): the library's unless given.
-    if (o.flag("standby-fetch-ms")) c.standby_fetch_interval = std::chrono::milliseconds(std::stoll(o.get("standby-fetch-ms")));
+    if (o.flag("standby-fetch-ms"))
+        c.standby_fetch_interval = std::chrono::milliseconds(std::stoll(o.get("standby-fetch-ms")));
     if (o.flag("standby-pacing-from")) c.standby_pacing_from_partitions = std::stoull(o.get("standby-pacing-from"));
     // librdkafka's debug contexts for the group consumer (e.g. "cgrp"), on stderr.
     if (const std::string debug = o.get("consumer-debug"); !debug.empty()) c.consumer_settings["debug"] = debug;
