@@ -184,68 +184,6 @@ inline void refresh_metadata(rd_kafka_t* rk, const std::string& topic, int timeo
     rd_kafka_topic_destroy(rkt);
 }
 
-/// One offset a partition's leader lists: `which` is RD_KAFKA_OFFSET_BEGINNING
-/// (the log start) or RD_KAFKA_OFFSET_END (the high watermark, or for a
-/// read_committed handle the last stable offset). Not
-/// rd_kafka_query_watermark_offsets(): librdkafka 2.0.2 waits for its
-/// answer with no deadline, and a request to a broker that died was seen
-/// waiting for a minute, with the task it restored waiting behind it.
-/// rd_kafka_offsets_for_times() sends the same request and keeps its timeout.
-inline rd_kafka_resp_err_t list_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                       std::int64_t which, std::int64_t& out, int timeout) {
-    const unique_partition_list l(rd_kafka_topic_partition_list_new(1));
-    rd_kafka_topic_partition_list_add(l.get(), topic.c_str(), partition)->offset = which;
-    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l.get(), timeout);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = l->elems[0].err;
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) out = l->elems[0].offset;
-    return err;
-}
-
-/// list_bounds, or with `with_start` false only the end (one request, not two).
-inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                    std::chrono::milliseconds timeout, bool with_start) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const auto left = [&] {
-        return timeout_ms(
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
-    };
-    // One attempt may not take the whole timeout: a request to a leader
-    // that died waits until it times out, and only the metadata refreshed
-    // after it names the new leader for the next attempt.
-    const int attempt = std::max(1000, timeout_ms(timeout) / 4);
-    for (;;) {
-        std::int64_t lo = 0, hi = 0;
-        rd_kafka_resp_err_t err =
-            with_start ? detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_BEGINNING, lo,
-                                             std::min(attempt, left()))
-                       : RD_KAFKA_RESP_ERR_NO_ERROR;
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-            err = detail::list_offset(rk, topic, partition, RD_KAFKA_OFFSET_END, hi, std::min(attempt, left()));
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return {lo < 0 ? hi : lo, hi};
-        if (!detail::transient(err) || std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline)
-            throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", err);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        // librdkafka 2.0 asks the leader it has cached again and again: after
-        // a broker died, only a metadata request tells it the new one.
-        if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
-            detail::refresh_metadata(rk, topic, std::min(1000, left()));
-    }
-}
-}  // namespace detail
-
-/// @brief The log start offset and the high watermark of a partition (with
-/// a read_committed consumer handle, its last stable offset). Errors a new
-/// or moving partition gives for a moment (no leader yet, a leader that
-/// died, or, on a cluster, a broker whose metadata does not list the new
-/// topic's partitions yet) are retried until `timeout`, which bounds the
-/// whole call.
-/// @throws kafka::error any other error, or still failing at the deadline
-inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
-                                    std::chrono::milliseconds timeout) {
-    return detail::list_bounds(rk, topic, partition, timeout, true);
-}
-
-namespace detail {
 /// How a ListOffsets call failed: the error, the index of the partition it
 /// is charged to, and whether that partition's own answer said so.
 struct offsets_failure {
@@ -254,9 +192,15 @@ struct offsets_failure {
     bool own = false;
 };
 
-/// The offsets `which` (RD_KAFKA_OFFSET_BEGINNING or _END) of `partitions`,
-/// in one ListOffsets request to each leader, written to `out` in the order
-/// asked. @returns how it failed, if it did
+/// The offsets `which` (RD_KAFKA_OFFSET_BEGINNING: the log start, or
+/// RD_KAFKA_OFFSET_END: the high watermark, or for a read_committed handle
+/// the last stable offset) of `partitions`, in one ListOffsets request to
+/// each leader, written to `out` in the order asked. Not
+/// rd_kafka_query_watermark_offsets(): librdkafka 2.0.2 waits for its
+/// answer with no deadline, and a request to a broker that died was seen
+/// waiting for a minute, with the task it restored waiting behind it.
+/// rd_kafka_offsets_for_times() sends the same request and keeps its timeout.
+/// @returns how it failed, if it did
 inline offsets_failure list_offsets(rd_kafka_t* rk, const std::vector<std::pair<std::string, std::int32_t>>& partitions,
                                     std::int64_t which, int timeout, std::vector<std::int64_t>& out) {
     const unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
@@ -294,6 +238,9 @@ inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
         return timeout_ms(
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
     };
+    // One attempt may not take the whole timeout: a request to a leader
+    // that died waits until it times out, and only the metadata refreshed
+    // after it names the new leader for the next attempt.
     const int attempt = std::max(1000, timeout_ms(timeout) / 4);
     std::vector<std::int64_t> starts, ends;
     offsets_failure named;  // the last failure a partition's own answer gave
@@ -317,11 +264,25 @@ inline std::vector<partition_bounds> list_bounds_of(rd_kafka_t* rk,
         const auto& [topic, partition] = partitions.at(f.index);
         if (last) throw error("look up the offsets of " + topic + "[" + std::to_string(partition) + "]", f.err);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // librdkafka 2.0 asks the leader it has cached again and again: after
+        // a broker died, only a metadata request tells it the new one.
         if (f.err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && f.err != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
             refresh_metadata(rk, topic, std::min(1000, left()));
     }
 }
 }  // namespace detail
+
+/// @brief The log start offset and the high watermark of a partition (with
+/// a read_committed consumer handle, its last stable offset). Errors a new
+/// or moving partition gives for a moment (no leader yet, a leader that
+/// died, or, on a cluster, a broker whose metadata does not list the new
+/// topic's partitions yet) are retried until `timeout`, which bounds the
+/// whole call.
+/// @throws kafka::error any other error, or still failing at the deadline
+inline partition_bounds list_bounds(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
+                                    std::chrono::milliseconds timeout) {
+    return detail::list_bounds_of(rk, {{topic, partition}}, timeout, true).front();
+}
 
 /// @brief The bounds of many partitions at once (see list_bounds): two
 /// requests to each leader, not two per partition. An instance that starts
@@ -350,7 +311,7 @@ inline std::vector<std::int64_t> list_end_offsets(rd_kafka_t* rk,
 /// @brief The end of a partition (see list_bounds).
 inline std::int64_t list_end_offset(rd_kafka_t* rk, const std::string& topic, std::int32_t partition,
                                     std::chrono::milliseconds timeout) {
-    return detail::list_bounds(rk, topic, partition, timeout, false).end;
+    return detail::list_bounds_of(rk, {{topic, partition}}, timeout, false).front().end;
 }
 
 /// @brief Checks that a broker at `bootstrap` answers within `timeout` and
