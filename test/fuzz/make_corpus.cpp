@@ -14,6 +14,7 @@
 #include <strata/changelog/detail/log_metadata.hpp>
 #include <strata/changelog/detail/segment.hpp>
 #include <strata/changelog/file_log.hpp>
+#include <strata/codec/kafka_streams_keys.hpp>
 #include <strata/restore/checkpoint.hpp>
 #include <strata/serde/all.hpp>
 
@@ -294,6 +295,27 @@ void codec_seeds() {
                                      {{"eu", 1}, std::nullopt}});
     codec_seed<std::int64_t, std::vector<std::optional<std::string>>>(
         2, "int64-vector", {{5, std::vector<std::optional<std::string>>{"x", std::nullopt}}, {6, std::nullopt}});
+    {
+        byte_buffer out{std::byte{4}};
+        const auto value = strata::encode(std::int64_t{7});
+        for (const std::int64_t start : {0, 10, 2000, 10})
+            strata_fuzz::put_codec_record(out, strata::kafka_streams::encode_window_key(strata::as_bytes("k"), start),
+                                          value);
+        strata_fuzz::put_codec_record(out, strata::kafka_streams::encode_window_key(strata::as_bytes("k"), 2000),
+                                      std::nullopt);
+        write("codec_fuzz", "4-window", out);
+    }
+    {
+        byte_buffer out{std::byte{5}};
+        const auto value = strata::encode(std::int64_t{7});
+        strata_fuzz::put_codec_record(out, strata::kafka_streams::encode_session_key(strata::as_bytes("k"), 0, 5),
+                                      value);
+        strata_fuzz::put_codec_record(out, strata::kafka_streams::encode_session_key(strata::as_bytes("k"), 3, 3000),
+                                      value);
+        strata_fuzz::put_codec_record(out, strata::kafka_streams::encode_session_key(strata::as_bytes("k"), 0, 5),
+                                      std::nullopt);
+        write("codec_fuzz", "5-session", out);
+    }
     codec_seed<std::int64_t, example::employee>(3, "table",
                                                 {{1, example::employee{1, "ada", "eng", 100}},
                                                  {2, example::employee{2, "bob", "ops", 90}},

@@ -58,6 +58,24 @@ TEST_CASE("admin: an existing topic that is not compacted is refused", "[kafka][
     REQUIRE(ensure_topic(topic, lax) == topic_status::existed);
 }
 
+TEST_CASE("admin: a windowed store's changelog is compact,delete with the store's retention plus a day",
+          "[kafka][admin]") {
+    const std::string topic = kafka_test::unique_name("windowed");
+    auto o = options(1);
+    o.topic_configs = strata::kafka::windowed_changelog_configs(std::chrono::hours(1));
+    REQUIRE(ensure_topic(topic, o) == topic_status::created);
+    REQUIRE(strata::kafka::describe_topic_config(topic, "cleanup.policy", o) == "compact,delete");
+    REQUIRE(strata::kafka::describe_topic_config(topic, "retention.ms", o) == std::to_string(25 * 3600 * 1000));
+    REQUIRE(ensure_topic(topic, o) == topic_status::existed);
+    // Another store kind's changelog, compacted alone, may not reuse it, nor
+    // a windowed store take a plain changelog.
+    REQUIRE_THROWS_WITH(ensure_topic(topic, options(1)), Catch::Contains("needs cleanup.policy=compact"));
+    const std::string plain = kafka_test::unique_name("plain");
+    REQUIRE(ensure_topic(plain, options(1)) == topic_status::created);
+    REQUIRE_THROWS_WITH(ensure_topic(plain, o),
+                        Catch::Contains("has cleanup.policy=compact, expected compact,delete"));
+}
+
 TEST_CASE("admin: extra topic configs are passed through at creation", "[kafka][admin]") {
     // An invalid value makes the broker refuse the creation, naming the config.
     auto o = options(1);

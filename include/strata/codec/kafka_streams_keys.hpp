@@ -67,13 +67,19 @@ struct window_key {
     std::int32_t seqnum = 0;
 };
 
+/// @brief Appends what follows the key in a window store key: the
+/// window's start and the sequence number.
+inline void append_window_suffix(byte_buffer& out, std::int64_t start_ms, std::int32_t seqnum = 0) {
+    detail::put_be64(out, start_ms);
+    detail::put_be32(out, seqnum);
+}
+
 /// @brief The window store key of `key` in the window starting at `start_ms`.
 [[nodiscard]] inline byte_buffer encode_window_key(bytes_view key, std::int64_t start_ms, std::int32_t seqnum = 0) {
     byte_buffer out;
     out.reserve(key.size() + 12);
     out.insert(out.end(), key.begin(), key.end());
-    detail::put_be64(out, start_ms);
-    detail::put_be32(out, seqnum);
+    append_window_suffix(out, start_ms, seqnum);
     return out;
 }
 
@@ -96,17 +102,24 @@ struct session_key {
     std::int64_t end_ms = 0;
 };
 
+/// @brief Appends what follows the key in a session store key: the
+/// session's end, then its start.
+/// @throws usage_error end_ms before start_ms
+inline void append_session_suffix(byte_buffer& out, std::int64_t start_ms, std::int64_t end_ms) {
+    if (end_ms < start_ms)
+        throw usage_error("strata::kafka_streams: a session store key for a session that ends (" +
+                          std::to_string(end_ms) + ") before it starts (" + std::to_string(start_ms) + ")");
+    detail::put_be64(out, end_ms);
+    detail::put_be64(out, start_ms);
+}
+
 /// @brief The session store key of `key`'s session from `start_ms` to `end_ms`.
 /// @throws usage_error end_ms before start_ms
 [[nodiscard]] inline byte_buffer encode_session_key(bytes_view key, std::int64_t start_ms, std::int64_t end_ms) {
-    if (end_ms < start_ms)
-        throw usage_error("strata::kafka_streams::encode_session_key: the session ends (" + std::to_string(end_ms) +
-                          ") before it starts (" + std::to_string(start_ms) + ")");
     byte_buffer out;
     out.reserve(key.size() + 16);
     out.insert(out.end(), key.begin(), key.end());
-    detail::put_be64(out, end_ms);
-    detail::put_be64(out, start_ms);
+    append_session_suffix(out, start_ms, end_ms);
     return out;
 }
 

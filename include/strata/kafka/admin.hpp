@@ -42,9 +42,11 @@ struct topic_options {
     /// librdkafka settings of the admin client (security, timeouts).
     settings client_settings{};
     std::chrono::milliseconds timeout{30'000};  ///< for each admin request
-    /// Refuse an existing topic whose cleanup.policy is not `compact`. Records
-    /// carry the current state of a key, so only compaction (never time or
-    /// size retention) keeps everything restore needs.
+    /// Refuse an existing topic whose cleanup.policy is not `compact` (or not
+    /// the one topic_configs asks for). Records carry the current state of a
+    /// key, so only compaction (never time or size retention) keeps
+    /// everything restore needs; a windowed store's changelog deletes by time
+    /// too, past what the store keeps (windowed_changelog_configs).
     bool require_compaction = true;
 };
 
@@ -111,8 +113,9 @@ inline bool create_topic(rd_kafka_t* rk, const std::string& topic, const topic_o
     return true;
 }
 
-/// The topic's cleanup.policy, as the broker reports it.
-inline std::string cleanup_policy(rd_kafka_t* rk, const std::string& topic, const topic_options& o) {
+/// The value of one of the topic's configs, as the broker reports it ("" if none).
+inline std::string topic_config(rd_kafka_t* rk, const std::string& topic, std::string_view name,
+                                const topic_options& o) {
     const std::string what = "describe the configs of topic " + topic;
     using unique_resource = std::unique_ptr<rd_kafka_ConfigResource_t, destroy_with<&rd_kafka_ConfigResource_destroy>>;
     unique_resource res(rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str()));
@@ -129,12 +132,27 @@ inline std::string cleanup_policy(rd_kafka_t* rk, const std::string& topic, cons
     std::size_t entries = 0;
     const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(described[0], &entries);
     for (std::size_t i = 0; i < entries; ++i) {
-        if (std::string_view(rd_kafka_ConfigEntry_name(configs[i])) == "cleanup.policy") {
+        if (std::string_view(rd_kafka_ConfigEntry_name(configs[i])) == name) {
             const char* v = rd_kafka_ConfigEntry_value(configs[i]);
             return v != nullptr ? v : "";
         }
     }
     return {};
+}
+
+/// The policies of a cleanup.policy value ("compact,delete"), sorted.
+inline std::vector<std::string> policies_of(std::string_view policy) {
+    std::vector<std::string> out;
+    while (!policy.empty()) {
+        const auto comma = policy.find(',');
+        std::string_view one = policy.substr(0, comma);
+        while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+        while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+        if (!one.empty()) out.emplace_back(one);
+        policy = comma == std::string_view::npos ? std::string_view{} : policy.substr(comma + 1);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 /// Runs `f` until it returns, again while it throws an error that asking
@@ -213,8 +231,9 @@ inline std::int32_t await_partitions(rd_kafka_t* rk, const std::string& topic, s
 
 /// @brief Makes sure `topic` exists and can serve as a changelog: creates it
 /// (compacted, `o.partitions` partitions, `o.topic_configs`) when missing;
-/// when it exists, refuses it unless its cleanup.policy is `compact` (with
-/// `o.require_compaction`) and it has exactly `o.partitions` partitions, since
+/// when it exists, refuses it unless its cleanup.policy is `compact`, or the
+/// one `o.topic_configs` asks for (a windowed store's `compact,delete`),
+/// with `o.require_compaction`, and it has exactly `o.partitions` partitions, since
 /// a store instance per input partition reads the changelog partition of the
 /// same number.
 /// @throws changelog_error the cluster cannot be reached, refused the topic,
@@ -237,9 +256,19 @@ inline topic_status ensure_topic(const std::string& topic, const topic_options& 
                               " (one per input partition); a changelog's partition count cannot change, so "
                               "recreate the topic or use the matching count");
     if (o.require_compaction) {
-        const std::string policy =
-            detail::retry_while_transient(deadline, [&] { return detail::cleanup_policy(admin.get(), topic, o); });
-        if (policy != "compact")
+        const std::string policy = detail::retry_while_transient(
+            deadline, [&] { return detail::topic_config(admin.get(), topic, "cleanup.policy", o); });
+        // A windowed store's changelog asks for compact,delete (its windows
+        // expire); any other changelog is compact alone.
+        const auto asked = o.topic_configs.find("cleanup.policy");
+        const std::string wanted = asked != o.topic_configs.end() ? asked->second : "compact";
+        if (detail::policies_of(wanted) != std::vector<std::string>{"compact"}) {
+            if (detail::policies_of(policy) != detail::policies_of(wanted))
+                throw changelog_error("strata::kafka: changelog topic " + topic + " has cleanup.policy=" +
+                                      (policy.empty() ? std::string("<unknown>") : policy) + ", expected " + wanted +
+                                      " (the store's changelog configs). Alter the topic (kafka-configs --alter "
+                                      "--add-config cleanup.policy=" + wanted + ") or choose another name");
+        } else if (policy != "compact")
             throw changelog_error("strata::kafka: changelog topic " + topic + " has cleanup.policy=" +
                                   (policy.empty() ? std::string("<unknown>") : policy) +
                                   ", but a changelog needs cleanup.policy=compact: its records carry the "
@@ -271,6 +300,31 @@ inline int replication_of(const std::string& topic, const topic_options& o) {
         fewest = i == 0 ? n : std::min(fewest, n);
     }
     return fewest;
+}
+
+/// @brief The value of the config `name` of `topic` ("" if the broker has none).
+/// @throws changelog_error the cluster cannot be reached or refused the request
+inline std::string describe_topic_config(const std::string& topic, std::string_view name, const topic_options& o) {
+    const client admin = detail::admin_client(o);
+    return detail::retry_while_transient(std::chrono::steady_clock::now() + o.timeout,
+                                         [&] { return detail::topic_config(admin.get(), topic, name, o); });
+}
+
+/// @brief How much longer than its store a windowed store's changelog keeps
+/// records: Kafka Streams' windowstore.changelog.additional.retention.ms
+/// default, a day, so a restore still finds every window the store keeps.
+inline constexpr std::chrono::milliseconds windowed_changelog_extra_retention{24 * 60 * 60 * 1000};
+
+/// @brief The changelog topic configs of a window or session store that
+/// keeps `store_retention`, as Kafka Streams sets them
+/// (WindowedChangelogTopicConfig): compacted and deleted by time, records
+/// kept for the store's retention plus `extra`. Pass them as
+/// topic_options::topic_configs.
+[[nodiscard]] inline settings windowed_changelog_configs(
+    std::chrono::milliseconds store_retention,
+    std::chrono::milliseconds extra = windowed_changelog_extra_retention) {
+    return {{"cleanup.policy", "compact,delete"},
+            {"retention.ms", std::to_string((store_retention + extra).count())}};
 }
 
 /// @brief `ensure_topic(changelog_topic_name(application, store), o)`.

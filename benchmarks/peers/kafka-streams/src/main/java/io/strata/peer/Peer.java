@@ -29,6 +29,14 @@ public final class Peer {
               interop-read   restore store S from an existing A-S-changelog and dump it sorted
                 --application-id A --store S --out FILE [--store-type inmemory|rocksdb]
                 [--guarantee at_least_once|exactly_once_v2]  (exactly_once_v2 for a transactional changelog)
+              interop-windowed-write  apply a records file to window or session store S (String keys, Long
+                             values) so Kafka Streams writes A-S-changelog; window lines key<TAB>start<TAB>value,
+                             session lines key<TAB>start<TAB>end<TAB>value, an empty value deletes
+                --application-id A --store S --kind window|session --records FILE --retention-ms R
+                [--window-size-ms 1000]
+              interop-windowed-read   restore window or session store S from A-S-changelog and dump it sorted
+                --application-id A --store S --kind window|session --out FILE --retention-ms R
+                [--window-size-ms 1000]
               runtime        one long-lived instance of the runtime benchmark's app (per-key count and sum in
                              store "totals", one 24-byte output record per input) until SIGTERM/SIGINT; prints
                              state/restored/started/standby/stopped lines instead of JSON
@@ -59,6 +67,8 @@ public final class Peer {
                 case "restore" -> Restore.run(a);
                 case "interop-write" -> Interop.write(a);
                 case "interop-read" -> Interop.read(a);
+                case "interop-windowed-write" -> WindowedInterop.write(a);
+                case "interop-windowed-read" -> WindowedInterop.read(a);
                 case "runtime" -> StreamRuntime.run(a);
                 case "runtime-feed" -> StreamRuntime.feed(a);
                 case "remove-members" -> StreamRuntime.removeMembers(a);

@@ -23,7 +23,7 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorSupplier;
 import org.apache.kafka.streams.processor.api.Record;
-import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.QueryableStoreType;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
@@ -89,6 +89,11 @@ final class Restore {
     /** Starts Kafka Streams and returns once every non-empty changelog partition is restored. */
     <K, V> void start(String storeKind, Serde<K> keys, Serde<V> values, String stateDirArg, long timeoutMs,
                       Properties extra) throws Exception {
+        start(StoreKind.builder(storeKind, storeName, keys, values, false), stateDirArg, timeoutMs, extra);
+    }
+
+    /** The same for a store of any kind (window, session) named storeName, with logging on. */
+    void start(StoreBuilder<?> store, String stateDirArg, long timeoutMs, Properties extra) throws Exception {
         Map<TopicPartition, Long> begin = kafka.offsets(changelog, OffsetSpec.earliest());
         Map<TopicPartition, Long> end = kafka.offsets(changelog, OffsetSpec.latest());
         for (var e : end.entrySet()) {
@@ -96,7 +101,6 @@ final class Restore {
         }
         kafka.createTopic(sourceTopic, partitions, Map.of());
 
-        StoreBuilder<KeyValueStore<K, V>> store = StoreKind.builder(storeKind, storeName, keys, values, false);
         ProcessorSupplier<byte[], byte[], Void, Void> touchNothing = new ProcessorSupplier<>() {
             @Override
             public Set<StoreBuilder<?>> stores() {
@@ -150,11 +154,15 @@ final class Restore {
 
     /** The restored store, through interactive queries (retried while a task is still being set up). */
     <K, V> ReadOnlyKeyValueStore<K, V> store(long timeoutMs) throws InterruptedException {
+        return store(QueryableStoreTypes.<K, V>keyValueStore(), timeoutMs);
+    }
+
+    /** The restored store of any queryable type. */
+    <T> T store(QueryableStoreType<T> type, long timeoutMs) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
         while (true) {
             try {
-                return streams.store(StoreQueryParameters.fromNameAndType(storeName,
-                        QueryableStoreTypes.<K, V>keyValueStore()));
+                return streams.store(StoreQueryParameters.fromNameAndType(storeName, type));
             } catch (InvalidStateStoreException e) {
                 if (System.nanoTime() > deadline) throw e;
                 Thread.sleep(10);

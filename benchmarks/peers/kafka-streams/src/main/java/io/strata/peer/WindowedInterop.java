@@ -1,0 +1,248 @@
+package io.strata.peer;
+
+import java.io.BufferedWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlySessionStore;
+import org.apache.kafka.streams.state.ReadOnlyWindowStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * The Kafka Streams side of the window and session store interoperability
+ * test: Kafka Streams' in-memory window store (no duplicates) or session
+ * store, Serdes.String() keys, Serdes.Long() values, logging on with its
+ * default changelog configs, caching off.
+ *
+ * Records file, one operation per line (an empty value deletes):
+ *   window:  key<TAB>start<TAB>value
+ *   session: key<TAB>start<TAB>end<TAB>value
+ * Dump file: the store's contents in the same layout (no deletes), sorted by
+ * the key's UTF-8 bytes (unsigned), then start, then end.
+ */
+final class WindowedInterop {
+    private WindowedInterop() {}
+
+    static final String[] KINDS = {"window", "session"};
+
+    record Op(String key, long start, long end, Long value) {}
+
+    static List<Op> readRecords(Path file, boolean session) throws Exception {
+        List<Op> ops = new ArrayList<>();
+        int lineNo = 0;
+        int fields = session ? 4 : 3;
+        for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+            lineNo++;
+            if (line.isEmpty()) continue;
+            String[] f = line.split("\t", -1);
+            if (f.length != fields) {
+                throw new IllegalArgumentException(file + ":" + lineNo + ": expected " + fields + " tab-separated fields");
+            }
+            long start = Long.parseLong(f[1]);
+            long end = session ? Long.parseLong(f[2]) : start;
+            String v = f[fields - 1];
+            ops.add(new Op(f[0], start, end, v.isEmpty() ? null : Long.parseLong(v)));
+        }
+        return ops;
+    }
+
+    static StoreBuilder<?> builder(String kind, String name, long windowSizeMs, long retentionMs) {
+        // Logging with the default changelog configs: Kafka Streams creates
+        // <application.id>-<name>-changelog as compact,delete with
+        // retention.ms = the store's retention + 1 day.
+        return switch (kind) {
+            case "window" -> Stores.windowStoreBuilder(
+                            Stores.inMemoryWindowStore(name, Duration.ofMillis(retentionMs),
+                                    Duration.ofMillis(windowSizeMs), false),
+                            Serdes.String(), Serdes.Long())
+                    .withLoggingEnabled(Map.of()).withCachingDisabled();
+            case "session" -> Stores.sessionStoreBuilder(
+                            Stores.inMemorySessionStore(name, Duration.ofMillis(retentionMs)),
+                            Serdes.String(), Serdes.Long())
+                    .withLoggingEnabled(Map.of()).withCachingDisabled();
+            default -> throw new Args.UsageException("unknown kind '" + kind + "'");
+        };
+    }
+
+    /** `interop-windowed-write`: Kafka Streams applies the file to store S, writing A-S-changelog itself. */
+    static Json write(Args a) throws Exception {
+        String bootstrap = a.str("bootstrap");
+        String applicationId = a.str("application-id");
+        String storeName = a.str("store");
+        String kind = a.oneOf("kind", null, KINDS);
+        Path file = Path.of(a.str("records"));
+        long windowSizeMs = a.num("window-size-ms", 1000);
+        long retentionMs = a.num("retention-ms");
+        long timeoutMs = a.num("timeout-s", 300) * 1000;
+        a.checkAllUsed();
+        boolean session = kind.equals("session");
+
+        List<Op> ops = readRecords(file, session);
+        String changelog = Kafka.changelogTopic(applicationId, storeName);
+        String inputTopic = applicationId + "-" + storeName + "-interop-input";
+        try (Kafka kafka = new Kafka(bootstrap)) {
+            for (String t : List.of(changelog, inputTopic)) {
+                if (kafka.topicExists(t)) throw new IllegalStateException("topic " + t + " already exists: pick a new --application-id");
+            }
+            kafka.createTopic(inputTopic, 1, Map.of());
+            Properties pp = new Properties();
+            pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            pp.put(ProducerConfig.ACKS_CONFIG, "all");
+            // The record value carries the operation's line number: the processor reads the op from the list.
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer())) {
+                for (int i = 0; i < ops.size(); i++) {
+                    producer.send(new ProducerRecord<>(inputTopic, ops.get(i).key(), Integer.toString(i))).get();
+                }
+            }
+
+            StoreBuilder<?> store = builder(kind, storeName, windowSizeMs, retentionMs);
+            AtomicLong processed = new AtomicLong();
+            ProcessorSupplier<String, String, Void, Void> apply = new ProcessorSupplier<>() {
+                @Override
+                public Set<StoreBuilder<?>> stores() {
+                    return Set.of(store);
+                }
+
+                @Override
+                public Processor<String, String, Void, Void> get() {
+                    return new Processor<>() {
+                        private WindowStore<String, Long> windows;
+                        private SessionStore<String, Long> sessions;
+
+                        @Override
+                        public void init(ProcessorContext<Void, Void> context) {
+                            if (session) sessions = context.getStateStore(storeName);
+                            else windows = context.getStateStore(storeName);
+                        }
+
+                        @Override
+                        public void process(Record<String, String> r) {
+                            Op op = ops.get(Integer.parseInt(r.value()));
+                            if (session) {
+                                Windowed<String> k = new Windowed<>(op.key(), new SessionWindow(op.start(), op.end()));
+                                if (op.value() == null) sessions.remove(k);
+                                else sessions.put(k, op.value());
+                            } else {
+                                windows.put(op.key(), op.value(), op.start()); // null deletes
+                            }
+                            processed.incrementAndGet();
+                        }
+                    };
+                }
+            };
+            StreamsBuilder sb = new StreamsBuilder();
+            sb.stream(inputTopic, Consumed.with(Serdes.String(), Serdes.String())).process(apply);
+            Path stateDir = Kafka.freshStateDir(null);
+            try {
+                KafkaStreams streams = new KafkaStreams(sb.build(),
+                        kafka.streamsProps(applicationId, stateDir, 1, "at_least_once", 1000, 0));
+                AtomicReference<Throwable> error = Kafka.watchErrors(streams);
+                try {
+                    streams.start();
+                    Kafka.await(ops.size() + " operations", streams, error, timeoutMs, () -> processed.get() >= ops.size());
+                } finally {
+                    streams.close(Duration.ofSeconds(60)); // flushes the changelog producer
+                }
+                kafka.leaveGroup(applicationId);
+                if (error.get() != null) throw new IllegalStateException("Kafka Streams failed: " + error.get(), error.get());
+            } finally {
+                Kafka.deleteTree(stateDir);
+            }
+            // Caching is off: every operation is one changelog record, even
+            // a put into an expired window (the store drops it, its logging
+            // layer does not).
+            long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+            long span;
+            while ((span = kafka.offsetSpan(changelog)) < ops.size()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException(changelog + " holds " + span + " records, expected " + ops.size());
+                }
+                Thread.sleep(50);
+            }
+            return new Json().put("peer", "kafka-streams").put("command", "interop-windowed-write").put("kind", kind)
+                    .put("application_id", applicationId).put("store", storeName).put("changelog_topic", changelog)
+                    .put("operations", ops.size()).put("changelog_records", span);
+        }
+    }
+
+    /** `interop-windowed-read`: restores store S from an existing A-S-changelog and dumps it sorted. */
+    static Json read(Args a) throws Exception {
+        String bootstrap = a.str("bootstrap");
+        String applicationId = a.str("application-id");
+        String storeName = a.str("store");
+        String kind = a.oneOf("kind", null, KINDS);
+        Path outFile = Path.of(a.str("out"));
+        long windowSizeMs = a.num("window-size-ms", 1000);
+        long retentionMs = a.num("retention-ms");
+        long timeoutMs = a.num("timeout-s", 300) * 1000;
+        a.checkAllUsed();
+        boolean session = kind.equals("session");
+
+        List<Op> rows = new ArrayList<>();
+        try (Kafka kafka = new Kafka(bootstrap)) {
+            Restore r = new Restore(kafka, applicationId, storeName);
+            try {
+                r.start(builder(kind, storeName, windowSizeMs, retentionMs), null, timeoutMs, new Properties());
+                KeyValueIterator<Windowed<String>, Long> it;
+                if (session) {
+                    ReadOnlySessionStore<String, Long> s = r.store(QueryableStoreTypes.<String, Long>sessionStore(), timeoutMs);
+                    it = s.fetch(null, null); // every key (open range)
+                } else {
+                    ReadOnlyWindowStore<String, Long> w = r.store(QueryableStoreTypes.<String, Long>windowStore(), timeoutMs);
+                    it = w.all();
+                }
+                try (it) {
+                    while (it.hasNext()) {
+                        KeyValue<Windowed<String>, Long> kv = it.next();
+                        rows.add(new Op(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value));
+                    }
+                }
+            } finally {
+                r.close();
+            }
+            rows.sort(Comparator.<Op, byte[]>comparing(o -> o.key().getBytes(StandardCharsets.UTF_8), Arrays::compareUnsigned)
+                    .thenComparingLong(Op::start).thenComparingLong(Op::end));
+            Path tmp = outFile.resolveSibling(outFile.getFileName() + ".tmp");
+            try (BufferedWriter w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+                for (Op o : rows) {
+                    w.write(o.key() + "\t" + o.start() + (session ? "\t" + o.end() : "") + "\t" + o.value() + "\n");
+                }
+            }
+            Files.move(tmp, outFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            return new Json().put("peer", "kafka-streams").put("command", "interop-windowed-read").put("kind", kind)
+                    .put("application_id", applicationId).put("store", storeName).put("changelog_topic", r.changelog)
+                    .put("restored_records", r.restored.get()).put("entries", rows.size()).put("out", outFile.toString());
+        }
+    }
+}
