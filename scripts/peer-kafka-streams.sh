@@ -12,8 +12,8 @@
 #   restore ...           restore a store from an existing changelog
 #   interop-write ...     Kafka Streams writes A-S-changelog from a records file
 #   interop-read ...      Kafka Streams restores A-S-changelog and dumps it
-#   interop-windowed-write ...  the same for a window or session store
-#   interop-windowed-read ...
+#   interop-kind-write ...  the same for a window, session, timestamped or versioned store
+#   interop-kind-read ...
 #   runtime ...           one long-lived instance of the runtime benchmark's app,
 #                         until SIGTERM/SIGINT (prints event lines, not JSON)
 #   runtime-feed ...      write input records for runtime
@@ -124,7 +124,7 @@ main() {
   case "${cmd}" in
     build) cmd_build ;;
     jar) cmd_build; echo "${jar}" ;;
-    write | restore | interop-write | interop-read | interop-windowed-write | interop-windowed-read | runtime | runtime-feed | remove-members) cmd_run "$@" ;;
+    write | restore | interop-write | interop-read | interop-kind-write | interop-kind-read | runtime | runtime-feed | remove-members) cmd_run "$@" ;;
     "" | -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
       if build_ready; then echo; java -jar "${jar}" --help; fi

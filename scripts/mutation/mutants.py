@@ -248,6 +248,29 @@ MUTANTS = [
              "engaged_ = every_.count() > 0 && pause_ != nullptr; (void)followed;")],
            tests=r"^runtime_unit_follow_pacer_test$"),
 
+    # --- store kinds: windows, sessions, versions, record times
+    mutant("window-kept-at-retention", ["class window_store {", "bool expired(std::int64_t start_ms) const noexcept {"],
+           "a window store keeps a window that starts exactly retention before its stream time, which Kafka "
+           "Streams has dropped: the two restore the same changelog to different contents",
+           [("return stream_time_ && start_ms <= detail::minus_saturating(*stream_time_, retention_ms_);",
+             "return stream_time_ && start_ms < detail::minus_saturating(*stream_time_, retention_ms_);")],
+           tests=r"^stores_window_store_test$"),
+    mutant("merged-sessions-kept", ["class session_aggregator {", "auto aggregate("],
+           "a record that bridges two sessions puts the merged session but leaves the sessions it merged: "
+           "their counts are counted twice",
+           [("for (auto& m : merged) stack.apply(session_erase<K>{std::move(m.session)});", "")],
+           tests=r"^stores_session_store_test$"),
+    mutant("versioned-too-old-put-kept", ["class versioned_store {", "void put_version("],
+           "a versioned store accepts a version older than the history it keeps, which Kafka Streams "
+           "refuses: an as-of read beyond the retention would depend on which side restored",
+           [("if (expired(timestamp)) return;", "")],
+           tests=r"^stores_versioned_store_test$"),
+    mutant("frame-time-lost", ["inline void encode(byte_buffer& out, const record_view& r, offset_t offset) {"],
+           "the file log writes a record without its time: a timestamped or versioned store restored from it "
+           "has lost every value's time",
+           [("r.timestamp);", "no_timestamp);")],
+           tests=FILE_LOG),
+
     # --- the runtime: fencing
     mutant("lease-without-margin", ["class lease {", "void confirmed(time_point sent) {"],
            "the at-least-once lease runs a whole session after the accepted commit instead of a session less "

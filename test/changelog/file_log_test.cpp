@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <random>
 #include <ranges>
@@ -136,6 +137,47 @@ TEST_CASE("file_log round-trips records, tombstones, empty and large ones across
     CHECK(got[3].is_tombstone());
     CHECK_FALSE(got[2].is_tombstone());
     CHECK_FALSE(got[4].is_tombstone());
+}
+
+TEST_CASE("file_log keeps each record's time across reopen and compaction, and a record without one has none") {
+    temp_dir dir;
+    std::vector<record> want{
+        make_record("a", "1"), make_record("b", "2"), make_record("a", std::nullopt), make_record("c", ""),
+        make_record("b", "3"),
+    };
+    want[0].timestamp = 0;
+    want[1].timestamp = 1'700'000'000'123;
+    want[2].timestamp = 5;  // a tombstone may have a time too
+    want[4].timestamp = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < want.size(); ++i) want[i].offset = i;
+    {
+        file_log log(dir.path(), {.auto_compact = false});
+        for (const auto& r : want) log.append(r.view());
+        log.flush();
+        // A frame with a time is 8 bytes longer; one without is as before.
+        CHECK(std::filesystem::file_size(log.segment_paths().front()) ==
+              strata::test::frame_size(want[0]) + strata::test::frame_size(want[1]) +
+                  strata::test::frame_size(want[2]) + strata::test::frame_size(want[3]) +
+                  strata::test::frame_size(want[4]) + strata::test::commit_frame_size);
+        auto bad = make_record("x", "y");
+        bad.timestamp = -2;
+        CHECK_THROWS_WITH(log.append(bad.view()), Catch::Contains("record timestamp -2"));
+    }
+    {
+        file_log log(dir.path(), {.auto_compact = false});
+        check_same(collect(log.replay(0)), want);
+        CHECK(collect(log.replay(0))[3].timestamp == strata::no_timestamp);
+    }
+    // Compaction copies the frames it keeps, times and all: one segment per
+    // record, so that every superseded record is in a closed segment.
+    temp_dir small;
+    file_log log(small.path(), {.segment_bytes = 1, .auto_compact = false});
+    for (const auto& r : want) {
+        log.append(r.view());
+        log.flush();
+    }
+    log.compact();
+    check_same(collect(log.replay(0)), {want[2], want[3], want[4]});
 }
 
 TEST_CASE("file_log drops records that were never flushed") {

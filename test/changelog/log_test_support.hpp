@@ -52,7 +52,7 @@ inline std::string str(const byte_buffer& b) { return std::string(as_chars(b)); 
 
 /// Bytes one record takes in a file_log segment (see changelog/detail/frame.hpp).
 inline std::size_t frame_size(const record& r) {
-    return 29 + r.key.size() + (r.value ? r.value->size() : 0);
+    return 29 + (r.timestamp != no_timestamp ? 8 : 0) + r.key.size() + (r.value ? r.value->size() : 0);
 }
 
 /// Bytes of the commit frame that ends each flush.

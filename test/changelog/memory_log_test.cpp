@@ -50,6 +50,18 @@ TEST_CASE("memory_log assigns consecutive offsets and replays records as appende
     CHECK(log.records().size() == 4);
 }
 
+TEST_CASE("memory_log keeps each record's time") {
+    memory_log log;
+    auto r = make_record("a", "1");
+    r.timestamp = 1'700'000'000'000;
+    log.append(r.view());
+    log.append(make_record("b", std::nullopt).view());
+    const auto out = collect(log.replay(0));
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].timestamp == 1'700'000'000'000);
+    CHECK(out[1].timestamp == strata::no_timestamp);
+}
+
 TEST_CASE("memory_log replays from any offset, including unflushed records") {
     memory_log log;
     for (int i = 0; i < 10; ++i) log.append(make_record("k" + std::to_string(i), "v").view());

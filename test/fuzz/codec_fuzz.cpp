@@ -1,12 +1,14 @@
 // Fuzz target: changelog codecs restoring records into a fresh store:
 // strata::kv_codec over three key/value type pairs, table_codec, the codec
 // of the relational table in docs/examples/relational_table.hpp, and the
-// window and session codecs (Kafka Streams' key layouts).
+// window and session codecs (Kafka Streams' key layouts), and the
+// timestamped and versioned codecs (times in the record's timestamp).
 //
-// Input: one byte that picks the codec and store (modulo 6), then records,
-// each: a flags byte (bit 0: tombstone), a u16 little-endian key length, the
-// key, and unless a tombstone a u16 value length and the value. A short
-// input ends the last record early.
+// Input: one byte that picks the codec and store (modulo 8), then records,
+// each: a flags byte (bit 0: tombstone, bit 1: a timestamp follows), the
+// timestamp (i64 little-endian, only with bit 1), a u16 little-endian key
+// length, the key, and unless a tombstone a u16 value length and the value.
+// A short input ends the last record early.
 //
 // Each record is restored on its own into one store (a rejected record is
 // strata::serde_error and changes nothing), and all of them through
@@ -17,11 +19,13 @@
 // encoding per value), and the second store equals the first when nothing
 // was rejected. Anything else is a finding.
 //
-// A window or session store drops what its retention has passed, so "the
-// last record of each key" is not its contents; for those the second store
-// must equal the first when nothing was rejected, and the records the codec
-// writes for the first store's contents must restore a third store equal to
-// it (what restore accepts, write_key and write_value give back).
+// A window, session or versioned store drops what its retention has
+// passed, so "the last record of each key" is not its contents; for those
+// the second store must equal the first when nothing was rejected, and the
+// records the codec writes for the first store's contents must restore a
+// third store equal to it (what restore accepts, write_key, write_value and
+// record_timestamp give back). A timestamped store is checked as a kv
+// store, and also holds each key's last time.
 
 #include "codec_types.hpp"
 #include "fuzz_support.hpp"
@@ -30,11 +34,14 @@
 
 #include <strata/changelog/memory_log.hpp>
 #include <strata/codec/kv_codec.hpp>
+#include <strata/codec/timestamped_kv_codec.hpp>
 #include <strata/core/error.hpp>
 #include <strata/restore/restore.hpp>
 #include <strata/serde/all.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 #include <strata/stores/session_store.hpp>
+#include <strata/stores/timestamped.hpp>
+#include <strata/stores/versioned_store.hpp>
 #include <strata/stores/window_store.hpp>
 
 #include <cstddef>
@@ -57,6 +64,7 @@ std::vector<strata::record> parse_records(strata_fuzz::input& in) {
     while (!in.empty()) {
         strata::record r;
         const std::uint8_t flags = in.u8();
+        if ((flags & 2) != 0) r.timestamp = static_cast<std::int64_t>(in.u64());
         const auto key = in.bytes(in.u16());
         r.key.assign(key.begin(), key.end());
         if ((flags & 1) == 0) {
@@ -123,9 +131,9 @@ model encoded_kv(const Store& s) {
 /// Restores the records one by one into `one` and all at once into `all`,
 /// then writes `one`'s contents through the codec and restores them into
 /// `again`: a windowed store, whose contents the retention decides.
-template <class Store, class Codec, class KeyOf>
+template <class Store, class Codec, class UnitsOf, class Contents>
 void run_windowed(const std::vector<strata::record>& records, Store one, Store all, Store again, const Codec& codec,
-                  KeyOf key_of) {
+                  UnitsOf units_of, Contents contents) {
     bool rejected = false;
     for (const auto& r : records) {
         try {
@@ -140,18 +148,21 @@ void run_windowed(const std::vector<strata::record>& records, Store one, Store a
     try {
         static_cast<void>(strata::restore_from(all, log, codec));
         strata_fuzz::expect(!rejected, "restore_from accepted a record the codec rejects");
-        strata_fuzz::expect(all.all() == one.all(), "restore_from built another state than restoring one by one");
+        strata_fuzz::expect(contents(all) == contents(one), "restore_from built another state than restoring one by one");
     } catch (const strata::restore_error&) {
         strata_fuzz::expect(rejected, "restore_from rejected a record the codec accepts");
     }
 
-    // Oldest first, as all() yields them: none expires on the way back in.
+    // Oldest first, as units_of() yields them: none expires on the way back in.
     strata::memory_log written;
-    for (const auto& e : one.all()) {
+    for (const auto& unit : units_of(one)) {
         byte_buffer key, value;
-        codec.write_key(key_of(e), key);
-        strata_fuzz::expect(codec.write_value(one, key_of(e), value), "write_value lost a unit the store holds");
-        static_cast<void>(written.append(strata::record_view{key, strata::bytes_view(value)}));
+        codec.write_key(unit, key);
+        const bool live = codec.write_value(one, unit, value);
+        strata::record_view r{key, std::nullopt};
+        if (live) r.value = strata::bytes_view(value);
+        if constexpr (requires { codec.record_timestamp(one, unit); }) r.timestamp = codec.record_timestamp(one, unit);
+        static_cast<void>(written.append(r));
     }
     static_cast<void>(written.flush());
     try {
@@ -159,7 +170,17 @@ void run_windowed(const std::vector<strata::record>& records, Store one, Store a
     } catch (const strata::restore_error&) {
         strata_fuzz::finding("a record the codec wrote does not restore");
     }
-    strata_fuzz::expect(again.all() == one.all(), "the codec's own records restore another state");
+    strata_fuzz::expect(contents(again) == contents(one), "the codec's own records restore another state");
+}
+
+/// The units a windowed store holds, in the order all() gives them.
+template <class Store, class UnitOf>
+auto units_by(UnitOf unit_of) {
+    return [unit_of](const Store& s) {
+        std::vector<std::decay_t<decltype(unit_of(s.all().front()))>> out;
+        for (const auto& e : s.all()) out.push_back(unit_of(e));
+        return out;
+    };
 }
 
 }  // namespace
@@ -167,7 +188,7 @@ void run_windowed(const std::vector<strata::record>& records, Store one, Store a
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     strata_fuzz::allocation_watch watch(size, {});
     strata_fuzz::input in(data, size);
-    const std::uint8_t which = in.u8() % 6;
+    const std::uint8_t which = in.u8() % 8;
     const std::vector<strata::record> records = parse_records(in);
     switch (which) {
         case 0: {
@@ -191,16 +212,60 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             using store = strata::window_store<std::string, std::int64_t>;
             const strata::window_store_options o{std::chrono::milliseconds(10), std::chrono::milliseconds(1000)};
             run_windowed(records, store("one", o), store("all", o), store("again", o),
-                         strata::window_codec<std::string, std::int64_t>{},
-                         [](const auto& e) -> const auto& { return e.window; });
+                         strata::window_codec<std::string, std::int64_t>{}, units_by<store>([](const auto& e) {
+                             return e.window;
+                         }),
+                         [](const store& s) { return s.all(); });
             break;
         }
         case 5: {
             using store = strata::session_store<std::string, std::int64_t>;
             const strata::session_store_options o{std::chrono::milliseconds(1000)};
             run_windowed(records, store("one", o), store("all", o), store("again", o),
-                         strata::session_codec<std::string, std::int64_t>{},
-                         [](const auto& e) -> const auto& { return e.session; });
+                         strata::session_codec<std::string, std::int64_t>{}, units_by<store>([](const auto& e) {
+                             return e.session;
+                         }),
+                         [](const store& s) { return s.all(); });
+            break;
+        }
+        case 6: {
+            using store = strata::ordered_map_store<std::string, strata::timestamped<std::int64_t>>;
+            store one("one");
+            run(records, store("one"), store("all"), strata::timestamped_kv_codec<std::string, std::int64_t>{},
+                [](const store& s) {
+                    model out;
+                    for (const auto& [k, v] : s.all()) out[strata::encode(k)] = strata::encode(v.value);
+                    return out;
+                });
+            // Each key holds the time of its last accepted record.
+            std::map<std::string, std::int64_t> times;
+            for (const auto& r : records) {
+                try {
+                    strata::timestamped_kv_codec<std::string, std::int64_t>{}.restore(one, r.view());
+                } catch (const strata::serde_error&) {
+                    continue;
+                }
+                if (r.value) times[strata::decode<std::string>(r.key)] = r.timestamp;
+                else times.erase(strata::decode<std::string>(r.key));
+            }
+            for (const auto& [k, t] : times)
+                strata_fuzz::expect(one.get(k) && one.get(k)->timestamp == t, "a key lost its record's time");
+            break;
+        }
+        case 7: {
+            using store = strata::versioned_store<std::string, std::int64_t>;
+            const strata::versioned_store_options o{std::chrono::milliseconds(1000)};
+            // Versions in time order, so none is older than the history on the way back in.
+            const auto units = [](const store& s) {
+                std::vector<strata::versioned_key<std::string>> out;
+                for (const auto& [v, value] : s.all_versions()) out.push_back(v);
+                std::stable_sort(out.begin(), out.end(),
+                                 [](const auto& a, const auto& b) { return a.timestamp < b.timestamp; });
+                return out;
+            };
+            run_windowed(records, store("one", o), store("all", o), store("again", o),
+                         strata::versioned_codec<std::string, std::int64_t>{}, units,
+                         [](const store& s) { return s.all_versions(); });
             break;
         }
         case 3:

@@ -31,16 +31,22 @@ struct report {
     friend bool operator==(const report&, const report&) = default;
 };
 
-/// Appends one codec_fuzz record: a flags byte (bit 0: tombstone), a u16
+/// Appends one codec_fuzz record: a flags byte (bit 0: tombstone, bit 1: a
+/// timestamp follows), the timestamp (i64 little-endian), a u16
 /// little-endian key length, the key, and unless a tombstone a u16 value
 /// length and the value.
 inline void put_codec_record(strata::byte_buffer& out, const strata::byte_buffer& key,
-                             const std::optional<strata::byte_buffer>& value) {
+                             const std::optional<strata::byte_buffer>& value,
+                             std::int64_t timestamp = strata::no_timestamp) {
     auto put_u16 = [&](std::size_t n) {
         out.push_back(static_cast<std::byte>(n & 0xff));
         out.push_back(static_cast<std::byte>((n >> 8) & 0xff));
     };
-    out.push_back(std::byte{value ? std::uint8_t{0} : std::uint8_t{1}});
+    const bool timed = timestamp != strata::no_timestamp;
+    out.push_back(std::byte{static_cast<std::uint8_t>((value ? 0 : 1) | (timed ? 2 : 0))});
+    if (timed)
+        for (int i = 0; i < 8; ++i)
+            out.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(timestamp) >> (8 * i)) & 0xff));
     put_u16(key.size());
     out.insert(out.end(), key.begin(), key.end());
     if (!value) return;

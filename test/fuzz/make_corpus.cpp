@@ -126,15 +126,17 @@ void serde_seeds() {
 void frame_seeds() {
     namespace frame = strata::detail::frame;
     const byte_buffer key = bytes_of("key"), value = bytes_of("value");
-    byte_buffer rec, tomb, commit;
+    byte_buffer rec, tomb, commit, timed;
     frame::encode(rec, {key, strata::bytes_view(value)}, 7);
     frame::encode(tomb, {key, std::nullopt}, 8);
     frame::encode_commit(commit, 9, rec.size() + tomb.size());
+    frame::encode(timed, {key, strata::bytes_view(value), 0, 1'700'000'000'000}, 10);
     for (const std::uint8_t mode : {std::uint8_t{0}, std::uint8_t{1}}) {
         const std::string m = std::to_string(mode);
         write("frame_fuzz", "record-" + m, with_mode(mode, rec));
         write("frame_fuzz", "tombstone-" + m, with_mode(mode, tomb));
         write("frame_fuzz", "commit-" + m, with_mode(mode, commit));
+        write("frame_fuzz", "timestamped-" + m, with_mode(mode, timed));
     }
 }
 
@@ -315,6 +317,15 @@ void codec_seeds() {
         strata_fuzz::put_codec_record(out, strata::kafka_streams::encode_session_key(strata::as_bytes("k"), 0, 5),
                                       std::nullopt);
         write("codec_fuzz", "5-session", out);
+    }
+    for (const std::uint8_t which : {std::uint8_t{6}, std::uint8_t{7}}) {
+        byte_buffer out{std::byte{which}};
+        const auto key = strata::encode(std::string("k"));
+        strata_fuzz::put_codec_record(out, key, strata::encode(std::int64_t{1}), 100);
+        strata_fuzz::put_codec_record(out, key, std::nullopt, 200);
+        strata_fuzz::put_codec_record(out, key, strata::encode(std::int64_t{3}), 150);
+        strata_fuzz::put_codec_record(out, strata::encode(std::string("j")), strata::encode(std::int64_t{4}), 5000);
+        write("codec_fuzz", which == 6 ? "6-timestamped" : "7-versioned", out);
     }
     codec_seed<std::int64_t, example::employee>(3, "table",
                                                 {{1, example::employee{1, "ada", "eng", 100}},

@@ -65,14 +65,40 @@ TEST_CASE("kafka::changelog: round trip of values, empty values and tombstones",
     for (int i = 0; i < 256; ++i) binary.push_back(static_cast<char>(i));
     expected.push_back(make(binary, binary));
     for (int i = 0; i < 1000; ++i) expected.push_back(make("k" + std::to_string(i % 37), std::to_string(i)));
-    for (std::size_t i = 0; i < expected.size(); ++i) expected[i].offset = i;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        expected[i].offset = i;
+        // A time of its own on most records, the earliest possible among
+        // them (none in the future: Kafka 4 refuses records over an hour
+        // ahead); the others get the time they were produced.
+        if (i % 5 == 1) expected[i].timestamp = 1;
+        else if (i % 5 == 2) expected[i].timestamp = 2;
+        else if (i % 5 == 3) expected[i].timestamp = 1'700'000'000'000 + static_cast<std::int64_t>(i);
+    }
 
+    // librdkafka reads time 0 as "the time of sending": refused, not changed.
+    auto at_zero = make("z", "0");
+    at_zero.timestamp = 0;
+    REQUIRE_THROWS_WITH(log.append(at_zero.view()), Catch::Contains("librdkafka takes 0"));
+
+    const auto before = std::chrono::system_clock::now();
     for (const auto& r : expected) log.append(r.view());
     REQUIRE(log.flush() == expected.size());
     REQUIRE(log.end_offset() == expected.size());
     REQUIRE(log.acknowledged() == expected.size());
 
-    const auto all = replay_all(log);
+    const auto as_replayed = replay_all(log);
+    auto all = as_replayed;
+    REQUIRE(all.size() == expected.size());
+    const auto ms = [](auto t) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    };
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        if (expected[i].timestamp != strata::no_timestamp) continue;
+        // Kafka gives every record a time: the producer's clock when sent.
+        REQUIRE(all[i].timestamp >= ms(before) - 1000);
+        REQUIRE(all[i].timestamp <= ms(std::chrono::system_clock::now()) + 1000);
+        all[i].timestamp = strata::no_timestamp;
+    }
     REQUIRE(all == expected);
     REQUIRE(all[1].value.has_value());
     REQUIRE(all[1].value->empty());
@@ -80,7 +106,7 @@ TEST_CASE("kafka::changelog: round trip of values, empty values and tombstones",
 
     // From the middle, and from the end.
     const auto tail = replay_all(log, 600);
-    REQUIRE(tail == std::vector<strata::record>(expected.begin() + 600, expected.end()));
+    REQUIRE(tail == std::vector<strata::record>(as_replayed.begin() + 600, as_replayed.end()));
     REQUIRE(replay_all(log, expected.size()).empty());
 
     // The other partition is untouched: append wrote to the explicit partition.
@@ -90,14 +116,12 @@ TEST_CASE("kafka::changelog: round trip of values, empty values and tombstones",
     // A second writer continues the same partition.
     kafka::changelog again(kafka_test::log_options(topic, 1));
     REQUIRE(again.flush() == expected.size());
-    again.append(make("z", "last").view());
+    auto last = make("z", "last");
+    last.timestamp = 42;
+    again.append(last.view());
     REQUIRE(again.flush() == expected.size() + 1);
-    REQUIRE(replay_all(again, expected.size()).front() ==
-            [&] {
-                auto r = make("z", "last");
-                r.offset = expected.size();
-                return r;
-            }());
+    last.offset = expected.size();
+    REQUIRE(replay_all(again, expected.size()).front() == last);
 }
 
 TEST_CASE("kafka::changelog: replay ends at the end offset taken when it began", "[kafka][changelog]") {
@@ -345,6 +369,7 @@ TEST_CASE("kafka::changelog: a replay read in batches hands over exactly the rec
         else if (i % 17 == 0) expected.push_back(make(k, ""));
         else expected.push_back(make(k, std::string(static_cast<std::size_t>(i % 50), 'x') + std::to_string(i)));
         expected.back().offset = static_cast<strata::offset_t>(i);
+        expected.back().timestamp = 1'700'000'000'000 + i;  // each record's own time comes back
     }
     for (const auto& r : expected) log.append(r.view());
     REQUIRE(log.flush() == expected.size());

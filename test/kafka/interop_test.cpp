@@ -1,8 +1,9 @@
 // Interoperability with Kafka Streams: a store's changelog written by Kafka
 // Streams (String keys, Long values, through its own logging layer) restores
 // in strata to the same contents, and a changelog strata writes restores in
-// Kafka Streams to the same contents, for key-value, window and session
-// stores. So a team can move a store between the two.
+// Kafka Streams to the same contents, for key-value, window, session,
+// timestamped and versioned stores. So a team can move a store between the
+// two.
 //
 // The Kafka Streams side is the peer of the benchmarks
 // (benchmarks/peers/kafka-streams), run through scripts/peer-kafka-streams.sh,
@@ -14,15 +15,21 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/stores/hash_map_store.hpp>
+#include <strata/stores/ordered_map_store.hpp>
 #include <strata/stores/session_store.hpp>
+#include <strata/stores/timestamped.hpp>
+#include <strata/stores/versioned_store.hpp>
 #include <strata/stores/window_store.hpp>
 
 #include <support/temp_dir.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -259,7 +266,7 @@ void kafka_streams_writes_strata_restores(const char* kind) {
     REQUIRE(expected.size() > 100);
     write_windowed_records(dir.path() / "records.tsv", ops, sessions);
     const std::string app = kafka_test::unique_name(std::string("interop-ks-") + kind);
-    run_peer("interop-windowed-write --application-id " + app + " --store w --records '" +
+    run_peer("interop-kind-write --application-id " + app + " --store w --records '" +
              (dir.path() / "records.tsv").string() + "'" + windowed_peer_args(kind));
 
     // Kafka Streams made the changelog topic as strata would.
@@ -296,7 +303,7 @@ void strata_writes_kafka_streams_restores(const char* kind) {
         for (const auto& op : ops) apply_windowed(s, op);
         s.flush();
     }
-    run_peer("interop-windowed-read --application-id " + app + " --store w --out '" +
+    run_peer("interop-kind-read --application-id " + app + " --store w --out '" +
              (dir.path() / "dump.tsv").string() + "'" + windowed_peer_args(kind));
     REQUIRE(read_windowed_dump(dir.path() / "dump.tsv", sessions) == expected);
 }
@@ -317,4 +324,208 @@ TEST_CASE("interop: a session store changelog Kafka Streams wrote restores in st
 
 TEST_CASE("interop: a session store changelog strata wrote restores in Kafka Streams", "[kafka][interop]") {
     strata_writes_kafka_streams_restores<session_store_t>("session");
+}
+
+// ---- timestamped and versioned key-value stores: Kafka Streams' RocksDB
+// timestamped and versioned stores, String keys and Long values, whose
+// changelogs carry each value's time as the record's timestamp.
+
+namespace {
+
+using timestamped_store_t = strata::ordered_map_store<std::string, strata::timestamped<std::int64_t>>;
+using versioned_store_t = strata::versioned_store<std::string, std::int64_t>;
+constexpr std::int64_t history_ms = 20'000;  // the history spans 200 s: most of it expires
+
+/// One operation: a put of `value` at `time`, or a delete (value nullopt).
+struct timed_op {
+    std::string key;
+    std::int64_t time = 0;
+    std::optional<std::int64_t> value;
+};
+
+/// Times from two hours ago on (Kafka 4 refuses records more than an hour
+/// ahead), mostly forward, some back (a few past the history kept).
+std::vector<timed_op> make_timed_history(int n) {
+    std::mt19937_64 rng(13);
+    std::uniform_int_distribution<int> key(0, 60), roll(0, 99), back(0, 30);
+    std::uniform_int_distribution<std::int64_t> value(INT64_MIN, INT64_MAX);
+    const std::int64_t start =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count() -
+        2 * 3600 * 1000;
+    std::vector<timed_op> ops;
+    std::int64_t now = start;
+    for (int i = 0; i < n; ++i) {
+        now += 100;
+        const int k = key(rng);
+        timed_op op;
+        op.key = k == 0 ? "" : k == 1 ? "grüße-" : "key-" + std::to_string(k);
+        op.time = now - (roll(rng) < 10 ? back(rng) * 1000 : 0);
+        if (roll(rng) >= 15) op.value = value(rng);
+        ops.push_back(op);
+    }
+    return ops;
+}
+
+void write_timed_records(const std::filesystem::path& file, const std::vector<timed_op>& ops) {
+    std::ofstream f(file);
+    for (const auto& op : ops) f << op.key << '\t' << op.time << '\t' << (op.value ? std::to_string(*op.value) : "") << '\n';
+}
+
+/// Lines of a dump, sorted: what the peer writes, and what the model gives.
+std::vector<std::string> read_lines(const std::filesystem::path& file) {
+    std::vector<std::string> out;
+    std::ifstream in(file);
+    REQUIRE(in.good());
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::vector<std::string> timestamped_lines(const timestamped_store_t& s) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : s.all())
+        out.push_back(k + '\t' + std::to_string(v.timestamp) + '\t' + std::to_string(v.value));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+template <class Stack>
+void apply_timestamped(Stack& s, const timed_op& op) {
+    if (op.value) s.put(op.key, strata::timestamped<std::int64_t>{*op.value, op.time});
+    else s.erase(op.key);
+}
+template <class Stack>
+void apply_versioned(Stack& s, const timed_op& op) {
+    if (op.value) s.apply(strata::versioned_put<std::string, std::int64_t>{op.key, *op.value, op.time});
+    else s.apply(strata::versioned_erase<std::string>{op.key, op.time});
+}
+
+/// The times a versioned store is asked about: across the history it
+/// keeps at the end, and past its last time.
+std::vector<std::int64_t> probe_times(const versioned_store_t& s) {
+    std::vector<std::int64_t> out;
+    const std::int64_t end = *s.stream_time();
+    for (int i = 0; i <= 8; ++i) out.push_back(end - history_ms + history_ms * i / 8);
+    out.push_back(end + 1000);
+    return out;
+}
+
+/// "key as of t" for every key of the history and every probe time, as
+/// the peer's dump lines: key, t, value, valid_from (the last two empty
+/// when there is none).
+std::vector<std::string> versioned_lines(const versioned_store_t& s, const std::vector<timed_op>& ops,
+                                         const std::vector<std::int64_t>& times) {
+    std::set<std::string> keys;
+    for (const auto& op : ops) keys.insert(op.key);
+    std::vector<std::string> out;
+    for (const auto& k : keys)
+        for (const std::int64_t t : times) {
+            const auto v = s.get_as_of(k, t);
+            out.push_back(k + '\t' + std::to_string(t) + '\t' +
+                          (v ? std::to_string(v->value) + '\t' + std::to_string(v->valid_from) : "\t"));
+        }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string join_times(const std::vector<std::int64_t>& times) {
+    std::string out;
+    for (const auto t : times) out += (out.empty() ? "" : ",") + std::to_string(t);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("interop: a timestamped store changelog Kafka Streams wrote restores in strata", "[kafka][interop]") {
+    test_support::temp_dir dir;
+    const auto ops = make_timed_history(2000);
+    timestamped_store_t model("model");
+    for (const auto& op : ops) apply_timestamped(model, op);
+    write_timed_records(dir.path() / "records.tsv", ops);
+    const std::string app = kafka_test::unique_name("interop-ks-timestamped");
+    run_peer("interop-kind-write --kind timestamped --application-id " + app + " --store t --records '" +
+             (dir.path() / "records.tsv").string() + "'");
+
+    strata::kafka::changelog log(kafka_test::log_options(strata::kafka::changelog_topic_name(app, "t")));
+    auto s = timestamped_store_t("t") | strata::logged(log);
+    REQUIRE(s.restore().records_done == ops.size());
+    REQUIRE(timestamped_lines(strata::innermost(s)) == timestamped_lines(model));
+}
+
+TEST_CASE("interop: a timestamped store changelog strata wrote restores in Kafka Streams", "[kafka][interop]") {
+    test_support::temp_dir dir;
+    const auto ops = make_timed_history(2000);
+    const std::string app = kafka_test::unique_name("interop-strata-timestamped");
+    strata::kafka::topic_options t;
+    t.bootstrap_servers = kafka_test::bootstrap();
+    const std::string topic = strata::kafka::ensure_changelog_topic(app, "t", t);
+    timestamped_store_t model("model");
+    {
+        strata::kafka::changelog log(kafka_test::log_options(topic));
+        auto s = timestamped_store_t("t") | strata::logged(log) | strata::cached();
+        for (const auto& op : ops) {
+            apply_timestamped(s, op);
+            apply_timestamped(model, op);
+        }
+        s.flush();
+    }
+    run_peer("interop-kind-read --kind timestamped --application-id " + app + " --store t --out '" +
+             (dir.path() / "dump.tsv").string() + "'");
+    REQUIRE(read_lines(dir.path() / "dump.tsv") == timestamped_lines(model));
+}
+
+TEST_CASE("interop: a versioned store changelog Kafka Streams wrote restores in strata", "[kafka][interop]") {
+    test_support::temp_dir dir;
+    const auto ops = make_timed_history(2000);
+    versioned_store_t model("model", {.history_retention = std::chrono::milliseconds(history_ms)});
+    for (const auto& op : ops) apply_versioned(model, op);
+    write_timed_records(dir.path() / "records.tsv", ops);
+    const std::string app = kafka_test::unique_name("interop-ks-versioned");
+    run_peer("interop-kind-write --kind versioned --retention-ms " + std::to_string(history_ms) +
+             " --application-id " + app + " --store v --records '" + (dir.path() / "records.tsv").string() + "'");
+
+    strata::kafka::topic_options t;
+    t.bootstrap_servers = kafka_test::bootstrap();
+    const std::string topic = strata::kafka::changelog_topic_name(app, "v");
+    const auto configs = strata::kafka::versioned_changelog_configs(std::chrono::milliseconds(history_ms));
+    REQUIRE(strata::kafka::describe_topic_config(topic, "cleanup.policy", t) == configs.at("cleanup.policy"));
+    REQUIRE(strata::kafka::describe_topic_config(topic, "min.compaction.lag.ms", t) ==
+            configs.at("min.compaction.lag.ms"));
+
+    strata::kafka::changelog log(kafka_test::log_options(topic));
+    auto s = versioned_store_t("v", {.history_retention = std::chrono::milliseconds(history_ms)}) | strata::logged(log);
+    REQUIRE(s.restore().records_done == ops.size());  // Kafka Streams logs even a put its store drops as too old
+    const auto times = probe_times(model);
+    REQUIRE(versioned_lines(strata::innermost(s), ops, times) == versioned_lines(model, ops, times));
+}
+
+TEST_CASE("interop: a versioned store changelog strata wrote restores in Kafka Streams", "[kafka][interop]") {
+    test_support::temp_dir dir;
+    const auto ops = make_timed_history(2000);
+    write_timed_records(dir.path() / "records.tsv", ops);
+    const std::string app = kafka_test::unique_name("interop-strata-versioned");
+    strata::kafka::topic_options t;
+    t.bootstrap_servers = kafka_test::bootstrap();
+    t.topic_configs = strata::kafka::versioned_changelog_configs(std::chrono::milliseconds(history_ms));
+    const std::string topic = strata::kafka::ensure_changelog_topic(app, "v", t);
+    versioned_store_t model("model", {.history_retention = std::chrono::milliseconds(history_ms)});
+    {
+        strata::kafka::changelog log(kafka_test::log_options(topic));
+        auto s = versioned_store_t("v", {.history_retention = std::chrono::milliseconds(history_ms)}) |
+                 strata::logged(log);
+        for (const auto& op : ops) {
+            apply_versioned(s, op);
+            apply_versioned(model, op);
+        }
+        s.flush();
+    }
+    const auto times = probe_times(model);
+    run_peer("interop-kind-read --kind versioned --retention-ms " + std::to_string(history_ms) +
+             " --application-id " + app + " --store v --records '" + (dir.path() / "records.tsv").string() +
+             "' --as-of " + join_times(times) + " --out '" + (dir.path() / "dump.tsv").string() + "'");
+    const auto expected = versioned_lines(model, ops, times);
+    REQUIRE(std::count_if(expected.begin(), expected.end(), [](const std::string& l) { return l.back() != '\t'; }) >
+            100);  // most answers have a value
+    REQUIRE(read_lines(dir.path() / "dump.tsv") == expected);
 }

@@ -98,8 +98,12 @@ public:
     /// @returns the offset the record got
     /// @throws changelog_error the record is too large for a frame, or the
     ///         log failed an earlier flush
+    /// @throws usage_error the record's timestamp is negative (other than no_timestamp)
     offset_t append(const record_view& r) {
         check_usable();
+        if (r.timestamp < 0 && r.timestamp != no_timestamp)
+            throw usage_error("strata: record timestamp " + std::to_string(r.timestamp) + " for file_log in " +
+                              dir_.string() + ": a time is at least 0 (or no_timestamp, -1, for none)");
         if (!detail::frame::encoded_size(r))
             throw changelog_error("strata: record too large for file_log in " + dir_.string() + " (key " +
                                   std::to_string(r.key.size()) + " bytes, value " +

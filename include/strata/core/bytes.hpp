@@ -37,17 +37,29 @@ inline void append_bytes(byte_buffer& out, bytes_view b) {
     out.insert(out.end(), b.begin(), b.end());
 }
 
+/// @brief A record without a time of its own: Kafka's -1 (a producer's
+/// record then takes the time it is sent, and Kafka Streams reads -1 as
+/// unknown).
+inline constexpr std::int64_t no_timestamp = -1;
+
 /// @brief One changelog record, borrowed: the key of one unit of state and
 /// its current value, or no value (a tombstone: the unit no longer exists).
 ///
 /// Records carry state, never operations, so a compacted changelog keeps
 /// exactly what restore needs: the latest record of every key.
+///
+/// A record may carry a time (milliseconds since the epoch), which every
+/// changelog keeps and replays: the time of the value in a timestamped or
+/// versioned store, whose Kafka Streams changelogs hold it there and not in
+/// the value.
 struct record_view {
     bytes_view key;
     std::optional<bytes_view> value;  ///< std::nullopt: tombstone
     offset_t offset = 0;              ///< set by a changelog on replay; ignored by append
+    std::int64_t timestamp = no_timestamp;  ///< >= 0, or no_timestamp
 
     [[nodiscard]] bool is_tombstone() const noexcept { return !value.has_value(); }
+    [[nodiscard]] bool has_timestamp() const noexcept { return timestamp != no_timestamp; }
 };
 
 /// @brief An owning record, for tests and for changelogs that keep records in memory.
@@ -55,15 +67,16 @@ struct record {
     byte_buffer key;
     std::optional<byte_buffer> value;
     offset_t offset = 0;
+    std::int64_t timestamp = no_timestamp;
 
     record() = default;
     explicit record(const record_view& r)
-        : key(r.key.begin(), r.key.end()), offset(r.offset) {
+        : key(r.key.begin(), r.key.end()), offset(r.offset), timestamp(r.timestamp) {
         if (r.value) value.emplace(r.value->begin(), r.value->end());
     }
 
     [[nodiscard]] record_view view() const noexcept {
-        record_view v{key, std::nullopt, offset};
+        record_view v{key, std::nullopt, offset, timestamp};
         if (value) v.value = bytes_view(*value);
         return v;
     }

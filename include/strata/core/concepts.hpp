@@ -256,6 +256,16 @@ concept has_write_value =
     };
 template <class C, class S>
 concept has_restore = requires(const C& c, S& s, const record_view& r) { c.restore(s, r); };
+/// The optional time of a unit's record (see changelog_codec).
+template <class C, class S>
+concept has_record_timestamp = requires(const C& c, const S& s, const typename C::key_type& k) {
+    { c.record_timestamp(s, k) } -> std::convertible_to<std::int64_t>;
+};
+/// The same for a kv value the logged layer already holds (`write_mapped`).
+template <class C, class V>
+concept has_mapped_timestamp = requires(const C& c, const V& v) {
+    { c.mapped_timestamp(v) } -> std::convertible_to<std::int64_t>;
+};
 template <class R, class K>
 concept range_of_keys = std::ranges::input_range<R> && std::convertible_to<std::ranges::range_reference_t<R>, const K&>;
 /// apply_observed returns the touched keys, or {touched, result} when the
@@ -276,6 +286,11 @@ concept has_apply_observed = requires(const C& c, S& s, const U& u) {
 /// - `c.write_value(s, k, out) -> bool`: the current state of unit k; false
 ///   when k no longer exists (the record is a tombstone).
 /// - `c.restore(s, r)`: re-creates the unit of state that record r carries.
+/// - optionally `c.record_timestamp(s, k) -> std::int64_t`: the time the
+///   record of unit k carries (no_timestamp: none), for stores whose state
+///   has a time that Kafka Streams keeps in the record's timestamp rather
+///   than its value (timestamped and versioned stores). restore() reads it
+///   back from `r.timestamp`.
 ///
 /// Law (restore): for every history h of updates, restoring a fresh store from
 /// the records written for h gives the state h leaves; and since each record

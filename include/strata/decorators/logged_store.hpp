@@ -178,7 +178,14 @@ private:
     /// Appends the record of unit k in its current state: its value,
     /// or a tombstone when k no longer exists.
     void log_key(const log_key_type& k) {
-        append_record(k, [&](byte_buffer& out) { return codec_.write_value(std::as_const(inner_), k, out); });
+        append_record(
+            k, [&](byte_buffer& out) { return codec_.write_value(std::as_const(inner_), k, out); },
+            [&] {
+                if constexpr (detail::has_record_timestamp<Codec, Inner>)
+                    return static_cast<std::int64_t>(codec_.record_timestamp(std::as_const(inner_), k));
+                else
+                    return no_timestamp;
+            });
     }
 
     /// Appends the record of kv key k whose current value the caller
@@ -206,22 +213,26 @@ private:
 
 
     /// Appends one record: k's key, and the value write_value appends (or a
-    /// tombstone when it returns false). The update is in the inner store
-    /// already: if the codec or the log throws, the stack fails (see fail()).
-    template <class WriteValue>
-    void append_record(const log_key_type& k, WriteValue&& write_value) {
+    /// tombstone when it returns false), at the time timestamp_of() gives.
+    /// The update is in the inner store already: if the codec or the log
+    /// throws, the stack fails (see fail()).
+    template <class WriteValue, class TimestampOf>
+    void append_record(const log_key_type& k, WriteValue&& write_value, TimestampOf&& timestamp_of) {
         refuse_if_failed("update");
         key_buf_.clear();
         value_buf_.clear();
         bool live = false;
+        std::int64_t timestamp = no_timestamp;
         try {
             codec_.write_key(k, key_buf_);
             live = write_value(value_buf_);
+            timestamp = timestamp_of();
         } catch (const std::exception& e) {
             fail(key_buf_, key_buf_.size() + value_buf_.size(), e);
         }
         record_view r{key_buf_, std::nullopt};
         if (live) r.value = bytes_view(value_buf_);
+        r.timestamp = timestamp;
         append_view(r);
     }
 
@@ -265,10 +276,19 @@ private:
             }
             append_view(r);
         } else {
-            append_record(k, [&](byte_buffer& out) {
-                if (current) codec_.write_mapped(*current, out);
-                return current != nullptr;
-            });
+            append_record(
+                k,
+                [&](byte_buffer& out) {
+                    if (current) codec_.write_mapped(*current, out);
+                    return current != nullptr;
+                },
+                [&] {
+                    if constexpr (detail::has_mapped_timestamp<Codec, V>)
+                        return current != nullptr ? static_cast<std::int64_t>(codec_.mapped_timestamp(*current))
+                                                  : no_timestamp;
+                    else
+                        return no_timestamp;
+                });
         }
     }
 

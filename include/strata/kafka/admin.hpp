@@ -327,6 +327,18 @@ inline constexpr std::chrono::milliseconds windowed_changelog_extra_retention{24
             {"retention.ms", std::to_string((store_retention + extra).count())}};
 }
 
+/// @brief The changelog topic configs of a versioned store that keeps
+/// `history_retention` of history, as Kafka Streams sets them
+/// (VersionedChangelogTopicConfig): compacted, but no record compacted away
+/// before it is `history_retention + extra` old, since every record is a
+/// version of its key that reads as of a time within the history need.
+[[nodiscard]] inline settings versioned_changelog_configs(
+    std::chrono::milliseconds history_retention,
+    std::chrono::milliseconds extra = windowed_changelog_extra_retention) {
+    return {{"cleanup.policy", "compact"},
+            {"min.compaction.lag.ms", std::to_string((history_retention + extra).count())}};
+}
+
 /// @brief `ensure_topic(changelog_topic_name(application, store), o)`.
 /// @returns the topic's name
 inline std::string ensure_changelog_topic(std::string_view application, std::string_view store,

@@ -96,11 +96,17 @@ private:
 
 public:
 
-    /// @brief Queues a copy of `r` (its offset is ignored). Not durable until flush().
+    /// @brief Queues a copy of `r` (its offset is ignored). Not durable until
+    /// flush(). Its timestamp becomes the Kafka record's; without one
+    /// (no_timestamp) the record gets the time it is produced.
     /// @throws changelog_error an earlier record failed, or librdkafka refused this one
+    /// @throws usage_error a timestamp of 0 (librdkafka reads it as "now",
+    ///         so the record would come back with another time) or negative
     void append(const record_view& r) {
+        if (r.timestamp <= 0 && r.timestamp != no_timestamp) [[unlikely]]
+            refuse_timestamp(r.timestamp);
         throw_if_failed();
-        producer_->produce(topic_.get(), opts_.partition, r.key, r.value, *tracker_);
+        producer_->produce(topic_.get(), opts_.partition, r.key, r.value, *tracker_, r.timestamp);
         // Serve delivery reports as they come, as librdkafka's own producer
         // loop does, not all at flush(): the copies of acknowledged records
         // are freed while still in cache, and the next records' copies reuse
@@ -169,6 +175,11 @@ public:
 
 private:
 
+    [[noreturn, gnu::cold]] void refuse_timestamp(std::int64_t t) const {
+        throw usage_error("strata::kafka::changelog " + opts_.topic + ": a record at time " + std::to_string(t) +
+                          (t == 0 ? " cannot be produced: librdkafka takes 0 for \"the time of sending\""
+                                  : ": a time is at least 1 ms here (or no_timestamp, -1, for none)"));
+    }
     void throw_if_failed() const {
         if (!tracker_->has_failed()) return;
         throw error(std::to_string(tracker_->failed) + " record(s) to " + where() +
@@ -411,6 +422,7 @@ private:
             v.key = bytes_view(static_cast<const std::byte*>(m->key), m->key_len);
             if (m->payload != nullptr) v.value = bytes_view(static_cast<const std::byte*>(m->payload), m->len);
             v.offset = static_cast<offset_t>(m->offset);
+            v.timestamp = rd_kafka_message_timestamp(m, nullptr);  // -1 (no_timestamp) when it has none
             if (!follow_ && v.offset + 1 >= end_) {  // the last record: no wait for the partition's end
                 done_ = true;
                 break;

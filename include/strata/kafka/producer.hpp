@@ -93,11 +93,17 @@ public:
 
     /// @brief Enqueues a copy of one record for `partition` of `topic`;
     /// `value` std::nullopt is a tombstone (a null value), while an empty
-    /// value stays an empty, non-null value. Waits while
-    /// librdkafka's queue is full.
+    /// value stays an empty, non-null value. A record with a `timestamp`
+    /// (ms, >= 0) carries it as its Kafka timestamp; without one
+    /// (no_timestamp), librdkafka gives it the time it is produced. Waits
+    /// while librdkafka's queue is full.
     /// @throws kafka::error the producer refused the record (fatal error, unknown partition)
     void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
-                 delivery_tracker& tracker) {
+                 delivery_tracker& tracker, std::int64_t timestamp = no_timestamp) {
+        if (timestamp != no_timestamp) {
+            produce_with(topic, partition, key, value, tracker, nullptr, timestamp);
+            return;
+        }
         static constexpr char empty = 0;  // a non-null pointer for an empty key or value
         const void* k = key.empty() ? static_cast<const void*>(&empty) : key.data();
         void* v = nullptr;
@@ -125,47 +131,7 @@ public:
     /// the coordinates and error of a record sent to a dead-letter topic, say.
     void produce(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key, std::optional<bytes_view> value,
                  delivery_tracker& tracker, const std::vector<std::pair<std::string, std::string>>& headers) {
-        for (;;) {
-            check_permit(topic, partition);
-            unique_headers owned(rd_kafka_headers_new(headers.size()));
-            rd_kafka_headers_t* h = owned.get();  // the macro below wants a plain variable
-            for (const auto& [name, v] : headers)
-                (void)rd_kafka_header_add(h, name.data(), static_cast<ssize_t>(name.size()), v.data(),
-                                          static_cast<ssize_t>(v.size()));
-            // librdkafka's macros cast their arguments unparenthesized: plain variables only.
-            static constexpr char empty = 0;  // an empty value is not a null one
-            void* v = nullptr;
-            if (value)
-                v = value->empty() ? static_cast<void*>(const_cast<char*>(&empty))
-                                   : static_cast<void*>(const_cast<std::byte*>(value->data()));
-            const std::size_t v_len = value ? value->size() : 0;
-            const void* k = key.empty() ? static_cast<const void*>(&empty) : key.data();
-            const std::size_t k_len = key.size();
-            // librdkafka's type checks are GNU statement expressions, which
-            // clang's -Wpedantic reports in every user's build: not here.
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wgnu-statement-expression-from-macro-expansion"
-#endif
-            const rd_kafka_resp_err_t err = rd_kafka_producev(
-                client_.get(), RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(k, k_len),
-                RD_KAFKA_V_VALUE(v, v_len), RD_KAFKA_V_HEADERS(h),
-                RD_KAFKA_V_OPAQUE(&tracker), RD_KAFKA_V_END);
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
-            if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                (void)owned.release();  // librdkafka owns the headers now
-                ++tracker.in_flight;
-                return;
-            }
-            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                throw error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
-                                std::to_string(partition) + "]",
-                            err, refusal_text(err, k_len, v_len));
-            rd_kafka_poll(client_.get(), 10);
-        }
+        produce_with(topic, partition, key, value, tracker, &headers, no_timestamp);
     }
 
     /// @brief Blocks until every record of `tracker` has its delivery report
@@ -191,6 +157,56 @@ public:
     }
 
 private:
+    /// One record through rd_kafka_producev: with headers (if any) and a
+    /// timestamp (unless no_timestamp).
+    void produce_with(rd_kafka_topic_t* topic, std::int32_t partition, bytes_view key,
+                      std::optional<bytes_view> value, delivery_tracker& tracker,
+                      const std::vector<std::pair<std::string, std::string>>* headers, std::int64_t timestamp) {
+        for (;;) {
+            check_permit(topic, partition);
+            unique_headers owned(headers != nullptr ? rd_kafka_headers_new(headers->size()) : nullptr);
+            rd_kafka_headers_t* h = owned.get();  // the macro below wants a plain variable
+            if (headers != nullptr)
+                for (const auto& [name, hv] : *headers)
+                    (void)rd_kafka_header_add(h, name.data(), static_cast<ssize_t>(name.size()), hv.data(),
+                                              static_cast<ssize_t>(hv.size()));
+            // librdkafka's macros cast their arguments unparenthesized: plain variables only.
+            static constexpr char empty = 0;  // an empty value is not a null one
+            void* v = nullptr;
+            if (value)
+                v = value->empty() ? static_cast<void*>(const_cast<char*>(&empty))
+                                   : static_cast<void*>(const_cast<std::byte*>(value->data()));
+            const std::size_t v_len = value ? value->size() : 0;
+            const void* k = key.empty() ? static_cast<const void*>(&empty) : key.data();
+            const std::size_t k_len = key.size();
+            const std::int64_t ts = timestamp == no_timestamp ? 0 : timestamp;  // 0: librdkafka's "now"
+            // librdkafka's type checks are GNU statement expressions, which
+            // clang's -Wpedantic reports in every user's build: not here.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wgnu-statement-expression-from-macro-expansion"
+#endif
+            const rd_kafka_resp_err_t err = rd_kafka_producev(
+                client_.get(), RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(k, k_len),
+                RD_KAFKA_V_VALUE(v, v_len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_TIMESTAMP(ts),
+                RD_KAFKA_V_OPAQUE(&tracker), RD_KAFKA_V_END);
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
+            if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                (void)owned.release();  // librdkafka owns the headers now
+                ++tracker.in_flight;
+                return;
+            }
+            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                throw error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" +
+                                std::to_string(partition) + "]",
+                            err, refusal_text(err, k_len, v_len));
+            rd_kafka_poll(client_.get(), 10);
+        }
+    }
+
     void check_permit(rd_kafka_topic_t* topic, std::int32_t partition) const {
         if (may_write_ && !may_write_())
             throw error("produce to " + std::string(rd_kafka_topic_name(topic)) + "[" + std::to_string(partition) +

@@ -37,8 +37,10 @@ namespace strata {
 /// `fetch(key)`, `all()`; through a decorated stack, `strata::query(stack, f)`
 /// reaches them.
 ///
-/// Sessions live in a map by end time, each holding a map by key, then by
-/// start: expiring is dropping the earliest ends.
+/// Sessions live in a map per key, by end then start, so the sessions of
+/// one key near a time (what each record of a session aggregation asks)
+/// are found without looking at other keys'; a map from end times to the
+/// keys with a session ending then tells what to drop as stream time moves.
 template <class K, class V, class Compare = std::less<K>>
 class session_store {
 public:
@@ -69,28 +71,26 @@ public:
     /// @throws usage_error the session ends before it starts
     void apply(const session_put<K, V>& u) {
         if (!advance(u.session)) return;
-        sessions_[u.session.end_ms][u.session.key].insert_or_assign(u.session.start_ms, u.value);
+        by_key_[u.session.key].insert_or_assign(std::pair(u.session.end_ms, u.session.start_ms), u.value);
+        auto& ending = ends_[u.session.end_ms];
+        if (ending.empty() || !(ending.back() == u.session.key)) ending.push_back(u.session.key);  // a hot key once
     }
     /// @throws usage_error the session ends before it starts
     void apply(const session_erase<K>& u) {
         if (!advance(u.session)) return;
-        const auto at_end = sessions_.find(u.session.end_ms);
-        if (at_end == sessions_.end()) return;
-        const auto at_key = at_end->second.find(u.session.key);
-        if (at_key == at_end->second.end()) return;
-        at_key->second.erase(u.session.start_ms);
-        if (at_key->second.empty()) at_end->second.erase(at_key);
-        if (at_end->second.empty()) sessions_.erase(at_end);
+        const auto at = by_key_.find(u.session.key);
+        if (at == by_key_.end()) return;
+        at->second.erase(std::pair(u.session.end_ms, u.session.start_ms));
+        if (at->second.empty()) by_key_.erase(at);
+        // ends_ may still name the key at that end: dropping nothing there later is harmless.
     }
 
     /// @brief A pointer to the value of session s, or null; valid until the store changes.
     [[nodiscard]] const V* find(const session_window<K>& s) const {
-        const auto at_end = sessions_.find(s.end_ms);
-        if (at_end == sessions_.end()) return nullptr;
-        const auto at_key = at_end->second.find(s.key);
-        if (at_key == at_end->second.end()) return nullptr;
-        const auto it = at_key->second.find(s.start_ms);
-        return it == at_key->second.end() ? nullptr : &it->second;
+        const auto at = by_key_.find(s.key);
+        if (at == by_key_.end()) return nullptr;
+        const auto it = at->second.find(std::pair(s.end_ms, s.start_ms));
+        return it == at->second.end() ? nullptr : &it->second;
     }
     /// @brief The value of session s, if the store has it.
     [[nodiscard]] std::optional<V> fetch_session(const session_window<K>& s) const {
@@ -104,35 +104,33 @@ public:
     [[nodiscard]] std::vector<entry_type> find_sessions(const K& key, std::int64_t earliest_end_ms,
                                                         std::int64_t latest_start_ms) const {
         std::vector<entry_type> out;
-        for (auto e = sessions_.lower_bound(earliest_end_ms); e != sessions_.end(); ++e) {
-            const auto at_key = e->second.find(key);
-            if (at_key == e->second.end()) continue;
-            for (auto s = at_key->second.begin(); s != at_key->second.end() && s->first <= latest_start_ms; ++s)
-                out.push_back(entry_type{{key, s->first, e->first}, s->second});
-        }
+        const auto at = by_key_.find(key);
+        if (at == by_key_.end()) return out;
+        const auto first = at->second.lower_bound(std::pair(earliest_end_ms, std::numeric_limits<std::int64_t>::min()));
+        for (auto s = first; s != at->second.end(); ++s)
+            if (s->first.second <= latest_start_ms)
+                out.push_back(entry_type{{key, s->first.second, s->first.first}, s->second});
         return out;
     }
     /// @brief Every session of key, by end, then start.
     [[nodiscard]] std::vector<entry_type> fetch(const K& key) const {
         return find_sessions(key, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
     }
-    /// @brief Every session the store holds, by end, then key, then start.
+    /// @brief Every session the store holds, by key, then end, then start.
     [[nodiscard]] std::vector<entry_type> all() const {
         std::vector<entry_type> out;
-        for (const auto& [end, keys] : sessions_)
-            for (const auto& [key, starts] : keys)
-                for (const auto& [start, value] : starts) out.push_back(entry_type{{key, start, end}, value});
+        for (const auto& [key, sessions] : by_key_)
+            for (const auto& [when, value] : sessions) out.push_back(entry_type{{key, when.second, when.first}, value});
         return out;
     }
 
     /// @brief How many sessions the store holds.
     [[nodiscard]] std::size_t size() const noexcept {
         std::size_t n = 0;
-        for (const auto& e : sessions_)
-            for (const auto& k : e.second) n += k.second.size();
+        for (const auto& k : by_key_) n += k.second.size();
         return n;
     }
-    [[nodiscard]] bool empty() const noexcept { return sessions_.empty(); }
+    [[nodiscard]] bool empty() const noexcept { return by_key_.empty(); }
 
 private:
     /// Moves stream time to the session's end if later and drops what expired.
@@ -143,16 +141,32 @@ private:
                               std::to_string(s.end_ms) + ") before it starts (" + std::to_string(s.start_ms) + ")");
         if (!stream_time_ || s.end_ms > *stream_time_) {
             stream_time_ = s.end_ms;
-            sessions_.erase(sessions_.begin(),
-                            sessions_.upper_bound(detail::minus_saturating(s.end_ms, retention_ms_)));
+            drop_ended_by(detail::minus_saturating(s.end_ms, retention_ms_));
         }
         return !expired(s.end_ms);
+    }
+
+    /// Drops every session that ends at or before `last`.
+    void drop_ended_by(std::int64_t last) {
+        const auto stop = ends_.upper_bound(last);
+        for (auto e = ends_.begin(); e != stop; ++e) {
+            for (const K& key : e->second) {
+                const auto at = by_key_.find(key);
+                if (at == by_key_.end()) continue;
+                auto& sessions = at->second;
+                sessions.erase(sessions.begin(),
+                               sessions.upper_bound(std::pair(last, std::numeric_limits<std::int64_t>::max())));
+                if (sessions.empty()) by_key_.erase(at);
+            }
+        }
+        ends_.erase(ends_.begin(), stop);
     }
 
     std::string name_;
     std::int64_t retention_ms_;
     std::optional<std::int64_t> stream_time_;
-    std::map<std::int64_t, std::map<K, std::map<std::int64_t, V>, Compare>> sessions_;
+    std::map<K, std::map<std::pair<std::int64_t, std::int64_t>, V>, Compare> by_key_;  ///< (end, start) -> value
+    std::map<std::int64_t, std::vector<K>> ends_;  ///< end -> keys with a session ending then
 };
 
 }  // namespace strata

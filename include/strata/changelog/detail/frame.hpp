@@ -10,9 +10,14 @@
 ///     [12, 16)  CRC32C of bytes [0, 12)
 ///     [16, 16+n) body:
 ///                 offset     u64   the record's offset (compaction leaves gaps)
-///                 flags      u8    bit 0: tombstone; bit 1: commit; others 0
+///                 flags      u8    bit 0: tombstone; bit 1: commit; bit 2:
+///                                  timestamp; others 0
 ///                 key length u32
+///                 timestamp  i64   only with flag bit 2: the record's time
 ///                 key bytes, then value bytes (the rest of the body)
+///
+/// A record without a time (record_view::timestamp is no_timestamp) has no
+/// timestamp field, so logs written before records had times read the same.
 ///
 /// A commit frame (flag bit 1, no key, an 8-byte value) ends every flush;
 /// its offset field is the flush's end, one past its last record, and its
@@ -44,6 +49,9 @@ inline constexpr std::size_t prefix_size = 16;
 inline constexpr std::size_t body_header_size = 13;
 inline constexpr std::uint8_t tombstone_flag = 1;
 inline constexpr std::uint8_t commit_flag = 2;
+inline constexpr std::uint8_t timestamp_flag = 4;
+/// Bytes of the timestamp field, in a frame that has one.
+inline constexpr std::size_t timestamp_size = 8;
 /// Bytes of a commit frame.
 inline constexpr std::size_t commit_size = prefix_size + body_header_size + 8;
 /// Largest body a frame may carry; keeps every size inside u32 and sane.
@@ -52,16 +60,19 @@ inline constexpr std::size_t max_body_size = std::size_t{1} << 31;
 /// @brief Bytes a record occupies on disk, or nullopt when it is too large.
 [[nodiscard]] inline std::optional<std::size_t> encoded_size(const record_view& r) noexcept {
     const std::size_t value = r.value ? r.value->size() : 0;
-    if (r.key.size() > max_body_size || value > max_body_size - r.key.size() - body_header_size)
-        return std::nullopt;
-    return prefix_size + body_header_size + r.key.size() + value;
+    const std::size_t header = body_header_size + (r.has_timestamp() ? timestamp_size : 0);
+    if (r.key.size() > max_body_size || value > max_body_size - r.key.size() - header) return std::nullopt;
+    return prefix_size + header + r.key.size() + value;
 }
 
 inline void encode_frame(byte_buffer& out, std::uint8_t flags, offset_t offset, bytes_view key,
-                         const bytes_view* value) {
+                         const bytes_view* value, std::int64_t timestamp = no_timestamp) {
     const std::size_t start = out.size();
     const std::size_t value_len = value ? value->size() : 0;
-    const auto body_len = static_cast<std::uint32_t>(body_header_size + key.size() + value_len);
+    const bool timed = timestamp != no_timestamp;
+    if (timed) flags |= timestamp_flag;
+    const auto body_len =
+        static_cast<std::uint32_t>(body_header_size + (timed ? timestamp_size : 0) + key.size() + value_len);
     out.insert(out.end(), magic.begin(), magic.end());
     put_le<std::uint32_t>(out, body_len);
     put_le<std::uint32_t>(out, 0);  // body CRC, filled in below
@@ -69,6 +80,7 @@ inline void encode_frame(byte_buffer& out, std::uint8_t flags, offset_t offset, 
     put_le<std::uint64_t>(out, offset);
     out.push_back(std::byte{flags});
     put_le<std::uint32_t>(out, static_cast<std::uint32_t>(key.size()));
+    if (timed) put_le<std::uint64_t>(out, static_cast<std::uint64_t>(timestamp));
     append_bytes(out, key);
     if (value) append_bytes(out, *value);
 
@@ -79,8 +91,8 @@ inline void encode_frame(byte_buffer& out, std::uint8_t flags, offset_t offset, 
 
 /// @pre encoded_size(r) has a value.
 inline void encode(byte_buffer& out, const record_view& r, offset_t offset) {
-    encode_frame(out, r.value ? std::uint8_t{0} : tombstone_flag, offset, r.key,
-                          r.value ? &*r.value : nullptr);
+    encode_frame(out, r.value ? std::uint8_t{0} : tombstone_flag, offset, r.key, r.value ? &*r.value : nullptr,
+                 r.timestamp);
 }
 
 /// @brief Appends the commit frame of a flush that ends at `end` and whose
@@ -146,12 +158,28 @@ enum class body_kind { bad, record, commit };
     const std::byte* b = body.data();
     const auto flags = static_cast<std::uint8_t>(b[8]);
     const std::size_t key_len = load_le<std::uint32_t>(b + 9);
-    const std::size_t rest = body.size() - body_header_size;
-    if ((flags & ~(tombstone_flag | commit_flag)) != 0 || flags == (tombstone_flag | commit_flag)) {
+    std::size_t header = body_header_size;
+    if ((flags & ~(tombstone_flag | commit_flag | timestamp_flag)) != 0 ||
+        ((flags & commit_flag) != 0 && (flags & (tombstone_flag | timestamp_flag)) != 0)) {
         problem = "unknown frame flags";
         return body_kind::bad;
     }
     rec.offset = load_le<std::uint64_t>(b);
+    rec.timestamp = no_timestamp;
+    if ((flags & timestamp_flag) != 0) {
+        if (body.size() < header + timestamp_size) {
+            problem = "timestamp runs past the frame";
+            return body_kind::bad;
+        }
+        const auto t = static_cast<std::int64_t>(load_le<std::uint64_t>(b + header));
+        if (t < 0) {
+            problem = "negative record timestamp";
+            return body_kind::bad;
+        }
+        rec.timestamp = t;
+        header += timestamp_size;
+    }
+    const std::size_t rest = body.size() - header;
     if ((flags & commit_flag) != 0) {
         if (key_len != 0 || rest != 8) {
             problem = "commit frame of the wrong shape";
@@ -166,7 +194,7 @@ enum class body_kind { bad, record, commit };
         problem = "key length runs past the frame";
         return body_kind::bad;
     }
-    rec.key = body.subspan(body_header_size, key_len);
+    rec.key = body.subspan(header, key_len);
     if ((flags & tombstone_flag) != 0) {
         if (key_len != rest) {
             problem = "tombstone frame carries a value";
@@ -174,7 +202,7 @@ enum class body_kind { bad, record, commit };
         }
         rec.value.reset();
     } else {
-        rec.value = body.subspan(body_header_size + key_len);
+        rec.value = body.subspan(header + key_len);
     }
     return body_kind::record;
 }

@@ -29,14 +29,16 @@ public final class Peer {
               interop-read   restore store S from an existing A-S-changelog and dump it sorted
                 --application-id A --store S --out FILE [--store-type inmemory|rocksdb]
                 [--guarantee at_least_once|exactly_once_v2]  (exactly_once_v2 for a transactional changelog)
-              interop-windowed-write  apply a records file to window or session store S (String keys, Long
-                             values) so Kafka Streams writes A-S-changelog; window lines key<TAB>start<TAB>value,
-                             session lines key<TAB>start<TAB>end<TAB>value, an empty value deletes
-                --application-id A --store S --kind window|session --records FILE --retention-ms R
-                [--window-size-ms 1000]
-              interop-windowed-read   restore window or session store S from A-S-changelog and dump it sorted
-                --application-id A --store S --kind window|session --out FILE --retention-ms R
-                [--window-size-ms 1000]
+              interop-kind-write  apply a records file to a window, session, timestamped or versioned store S
+                             (String keys, Long values) so Kafka Streams writes A-S-changelog; window lines
+                             key<TAB>start<TAB>value, session lines key<TAB>start<TAB>end<TAB>value, timestamped
+                             and versioned lines key<TAB>timestamp<TAB>value; an empty value deletes
+                --application-id A --store S --kind window|session|timestamped|versioned --records FILE
+                [--retention-ms R (window, session: retention; versioned: history)] [--window-size-ms 1000]
+              interop-kind-read   restore such a store S from A-S-changelog and dump it sorted (versioned: its
+                             answers as of each time of --as-of for every key of --records)
+                --application-id A --store S --kind ... --out FILE [--retention-ms R] [--window-size-ms 1000]
+                [--records FILE --as-of T1,T2,...]
               runtime        one long-lived instance of the runtime benchmark's app (per-key count and sum in
                              store "totals", one 24-byte output record per input) until SIGTERM/SIGINT; prints
                              state/restored/started/standby/stopped lines instead of JSON
@@ -67,8 +69,8 @@ public final class Peer {
                 case "restore" -> Restore.run(a);
                 case "interop-write" -> Interop.write(a);
                 case "interop-read" -> Interop.read(a);
-                case "interop-windowed-write" -> WindowedInterop.write(a);
-                case "interop-windowed-read" -> WindowedInterop.read(a);
+                case "interop-kind-write" -> KindsInterop.write(a);
+                case "interop-kind-read" -> KindsInterop.read(a);
                 case "runtime" -> StreamRuntime.run(a);
                 case "runtime-feed" -> StreamRuntime.feed(a);
                 case "remove-members" -> StreamRuntime.removeMembers(a);

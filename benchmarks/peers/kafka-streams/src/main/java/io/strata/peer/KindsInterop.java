@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -37,24 +38,40 @@ import org.apache.kafka.streams.state.ReadOnlyWindowStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.query.QueryResult;
+import org.apache.kafka.streams.query.StateQueryRequest;
+import org.apache.kafka.streams.query.StateQueryResult;
+import org.apache.kafka.streams.query.VersionedKeyQuery;
 
 /**
- * The Kafka Streams side of the window and session store interoperability
- * test: Kafka Streams' in-memory window store (no duplicates) or session
- * store, Serdes.String() keys, Serdes.Long() values, logging on with its
- * default changelog configs, caching off.
+ * The Kafka Streams side of the interoperability test of the store kinds
+ * beyond key-value: Kafka Streams' in-memory window store (no duplicates)
+ * and session store, its RocksDB timestamped key-value store and its
+ * RocksDB versioned key-value store, Serdes.String() keys, Serdes.Long()
+ * values, logging on with its default changelog configs, caching off.
  *
  * Records file, one operation per line (an empty value deletes):
- *   window:  key<TAB>start<TAB>value
- *   session: key<TAB>start<TAB>end<TAB>value
- * Dump file: the store's contents in the same layout (no deletes), sorted by
- * the key's UTF-8 bytes (unsigned), then start, then end.
+ *   window:      key<TAB>start<TAB>value
+ *   session:     key<TAB>start<TAB>end<TAB>value
+ *   timestamped: key<TAB>timestamp<TAB>value
+ *   versioned:   key<TAB>timestamp<TAB>value
+ * Dump file: window, session and timestamped stores' contents in the same
+ * layout (no deletes), sorted by the key's UTF-8 bytes (unsigned), then
+ * start, then end; a versioned store's answers to "key as of t" for every
+ * key of the records file and every t of --as-of, one line each:
+ * key<TAB>t<TAB>value<TAB>valid_from, with value and valid_from empty when
+ * there is none.
  */
-final class WindowedInterop {
-    private WindowedInterop() {}
+final class KindsInterop {
+    private KindsInterop() {}
 
-    static final String[] KINDS = {"window", "session"};
+    static final String[] KINDS = {"window", "session", "timestamped", "versioned"};
 
     record Op(String key, long start, long end, Long value) {}
 
@@ -77,6 +94,28 @@ final class WindowedInterop {
         return ops;
     }
 
+    /** key's version as of t, through interactive queries v2 (versioned stores have no v1 query type). */
+    static VersionedRecord<Long> versionAsOf(Restore r, String store, String key, long t, long timeoutMs)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+        StateQueryRequest<VersionedRecord<Long>> request = StateQueryRequest.inStore(store)
+                .withQuery(VersionedKeyQuery.<String, Long>withKey(key).asOf(Instant.ofEpochMilli(t)));
+        while (true) {
+            StateQueryResult<VersionedRecord<Long>> result = r.streams.query(request);
+            var partitions = result.getPartitionResults();
+            if (!partitions.isEmpty() && partitions.values().stream().allMatch(QueryResult::isSuccess)) {
+                for (QueryResult<VersionedRecord<Long>> p : partitions.values()) {
+                    if (p.getResult() != null) return p.getResult();
+                }
+                return null;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("versioned query for " + key + " as of " + t + " failed: " + partitions);
+            }
+            Thread.sleep(10);
+        }
+    }
+
     static StoreBuilder<?> builder(String kind, String name, long windowSizeMs, long retentionMs) {
         // Logging with the default changelog configs: Kafka Streams creates
         // <application.id>-<name>-changelog as compact,delete with
@@ -91,11 +130,19 @@ final class WindowedInterop {
                             Stores.inMemorySessionStore(name, Duration.ofMillis(retentionMs)),
                             Serdes.String(), Serdes.Long())
                     .withLoggingEnabled(Map.of()).withCachingDisabled();
+            case "timestamped" -> Stores.timestampedKeyValueStoreBuilder(
+                            Stores.persistentTimestampedKeyValueStore(name), Serdes.String(), Serdes.Long())
+                    .withLoggingEnabled(Map.of()).withCachingDisabled();
+            // Compacted, with min.compaction.lag.ms = history retention + 1 day.
+            case "versioned" -> Stores.versionedKeyValueStoreBuilder(
+                            Stores.persistentVersionedKeyValueStore(name, Duration.ofMillis(retentionMs)),
+                            Serdes.String(), Serdes.Long())
+                    .withLoggingEnabled(Map.of());
             default -> throw new Args.UsageException("unknown kind '" + kind + "'");
         };
     }
 
-    /** `interop-windowed-write`: Kafka Streams applies the file to store S, writing A-S-changelog itself. */
+    /** `interop-kind-write`: Kafka Streams applies the file to store S, writing A-S-changelog itself. */
     static Json write(Args a) throws Exception {
         String bootstrap = a.str("bootstrap");
         String applicationId = a.str("application-id");
@@ -103,7 +150,7 @@ final class WindowedInterop {
         String kind = a.oneOf("kind", null, KINDS);
         Path file = Path.of(a.str("records"));
         long windowSizeMs = a.num("window-size-ms", 1000);
-        long retentionMs = a.num("retention-ms");
+        long retentionMs = a.num("retention-ms", 0);
         long timeoutMs = a.num("timeout-s", 300) * 1000;
         a.checkAllUsed();
         boolean session = kind.equals("session");
@@ -137,24 +184,37 @@ final class WindowedInterop {
                 @Override
                 public Processor<String, String, Void, Void> get() {
                     return new Processor<>() {
-                        private WindowStore<String, Long> windows;
-                        private SessionStore<String, Long> sessions;
+                        private ProcessorContext<Void, Void> context;
 
                         @Override
-                        public void init(ProcessorContext<Void, Void> context) {
-                            if (session) sessions = context.getStateStore(storeName);
-                            else windows = context.getStateStore(storeName);
+                        public void init(ProcessorContext<Void, Void> c) {
+                            context = c;
                         }
 
                         @Override
                         public void process(Record<String, String> r) {
                             Op op = ops.get(Integer.parseInt(r.value()));
-                            if (session) {
-                                Windowed<String> k = new Windowed<>(op.key(), new SessionWindow(op.start(), op.end()));
-                                if (op.value() == null) sessions.remove(k);
-                                else sessions.put(k, op.value());
-                            } else {
-                                windows.put(op.key(), op.value(), op.start()); // null deletes
+                            switch (kind) {
+                                case "session" -> {
+                                    SessionStore<String, Long> sessions = context.getStateStore(storeName);
+                                    Windowed<String> k = new Windowed<>(op.key(), new SessionWindow(op.start(), op.end()));
+                                    if (op.value() == null) sessions.remove(k);
+                                    else sessions.put(k, op.value());
+                                }
+                                case "window" -> {
+                                    WindowStore<String, Long> windows = context.getStateStore(storeName);
+                                    windows.put(op.key(), op.value(), op.start()); // null deletes
+                                }
+                                case "timestamped" -> {
+                                    TimestampedKeyValueStore<String, Long> kv = context.getStateStore(storeName);
+                                    if (op.value() == null) kv.delete(op.key());
+                                    else kv.put(op.key(), ValueAndTimestamp.make(op.value(), op.start()));
+                                }
+                                default -> {
+                                    VersionedKeyValueStore<String, Long> versions = context.getStateStore(storeName);
+                                    if (op.value() == null) versions.delete(op.key(), op.start());
+                                    else versions.put(op.key(), op.value(), op.start());
+                                }
                             }
                             processed.incrementAndGet();
                         }
@@ -190,13 +250,13 @@ final class WindowedInterop {
                 }
                 Thread.sleep(50);
             }
-            return new Json().put("peer", "kafka-streams").put("command", "interop-windowed-write").put("kind", kind)
+            return new Json().put("peer", "kafka-streams").put("command", "interop-kind-write").put("kind", kind)
                     .put("application_id", applicationId).put("store", storeName).put("changelog_topic", changelog)
                     .put("operations", ops.size()).put("changelog_records", span);
         }
     }
 
-    /** `interop-windowed-read`: restores store S from an existing A-S-changelog and dumps it sorted. */
+    /** `interop-kind-read`: restores store S from an existing A-S-changelog and dumps it sorted. */
     static Json read(Args a) throws Exception {
         String bootstrap = a.str("bootstrap");
         String applicationId = a.str("application-id");
@@ -204,28 +264,57 @@ final class WindowedInterop {
         String kind = a.oneOf("kind", null, KINDS);
         Path outFile = Path.of(a.str("out"));
         long windowSizeMs = a.num("window-size-ms", 1000);
-        long retentionMs = a.num("retention-ms");
+        long retentionMs = a.num("retention-ms", 0);
+        Path keysFrom = a.has("records") ? Path.of(a.str("records")) : null;
+        String asOf = a.str("as-of", "");
         long timeoutMs = a.num("timeout-s", 300) * 1000;
         a.checkAllUsed();
         boolean session = kind.equals("session");
 
         List<Op> rows = new ArrayList<>();
+        List<String> lines = new ArrayList<>();
         try (Kafka kafka = new Kafka(bootstrap)) {
             Restore r = new Restore(kafka, applicationId, storeName);
             try {
                 r.start(builder(kind, storeName, windowSizeMs, retentionMs), null, timeoutMs, new Properties());
-                KeyValueIterator<Windowed<String>, Long> it;
-                if (session) {
-                    ReadOnlySessionStore<String, Long> s = r.store(QueryableStoreTypes.<String, Long>sessionStore(), timeoutMs);
-                    it = s.fetch(null, null); // every key (open range)
-                } else {
-                    ReadOnlyWindowStore<String, Long> w = r.store(QueryableStoreTypes.<String, Long>windowStore(), timeoutMs);
-                    it = w.all();
-                }
-                try (it) {
-                    while (it.hasNext()) {
-                        KeyValue<Windowed<String>, Long> kv = it.next();
-                        rows.add(new Op(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value));
+                switch (kind) {
+                    case "versioned" -> {
+                        if (keysFrom == null) throw new Args.UsageException("--kind versioned needs --records (the keys)");
+                        java.util.TreeSet<String> keys = new java.util.TreeSet<>();
+                        for (Op op : readRecords(keysFrom, false)) keys.add(op.key());
+                        for (String key : keys) {
+                            for (String t : asOf.split(",")) {
+                                if (t.isEmpty()) continue;
+                                VersionedRecord<Long> v = versionAsOf(r, storeName, key, Long.parseLong(t), timeoutMs);
+                                lines.add(key + "\t" + t + "\t" + (v == null ? "\t" : v.value() + "\t" + v.timestamp()));
+                            }
+                        }
+                    }
+                    case "timestamped" -> {
+                        ReadOnlyKeyValueStore<String, ValueAndTimestamp<Long>> kv =
+                                r.store(QueryableStoreTypes.<String, Long>timestampedKeyValueStore(), timeoutMs);
+                        try (KeyValueIterator<String, ValueAndTimestamp<Long>> it = kv.all()) {
+                            while (it.hasNext()) {
+                                KeyValue<String, ValueAndTimestamp<Long>> e = it.next();
+                                rows.add(new Op(e.key, e.value.timestamp(), e.value.timestamp(), e.value.value()));
+                            }
+                        }
+                    }
+                    default -> {
+                        KeyValueIterator<Windowed<String>, Long> it;
+                        if (session) {
+                            ReadOnlySessionStore<String, Long> s = r.store(QueryableStoreTypes.<String, Long>sessionStore(), timeoutMs);
+                            it = s.fetch(null, null); // every key (open range)
+                        } else {
+                            ReadOnlyWindowStore<String, Long> w = r.store(QueryableStoreTypes.<String, Long>windowStore(), timeoutMs);
+                            it = w.all();
+                        }
+                        try (it) {
+                            while (it.hasNext()) {
+                                KeyValue<Windowed<String>, Long> kv = it.next();
+                                rows.add(new Op(kv.key.key(), kv.key.window().start(), kv.key.window().end(), kv.value));
+                            }
+                        }
                     }
                 }
             } finally {
@@ -238,11 +327,13 @@ final class WindowedInterop {
                 for (Op o : rows) {
                     w.write(o.key() + "\t" + o.start() + (session ? "\t" + o.end() : "") + "\t" + o.value() + "\n");
                 }
+                for (String line : lines) w.write(line + "\n");
             }
             Files.move(tmp, outFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-            return new Json().put("peer", "kafka-streams").put("command", "interop-windowed-read").put("kind", kind)
+            return new Json().put("peer", "kafka-streams").put("command", "interop-kind-read").put("kind", kind)
                     .put("application_id", applicationId).put("store", storeName).put("changelog_topic", r.changelog)
-                    .put("restored_records", r.restored.get()).put("entries", rows.size()).put("out", outFile.toString());
+                    .put("restored_records", r.restored.get()).put("entries", rows.size() + lines.size())
+                    .put("out", outFile.toString());
         }
     }
 }
