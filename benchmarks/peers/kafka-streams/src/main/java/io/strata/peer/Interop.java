@@ -68,6 +68,41 @@ final class Interop {
         return ops;
     }
 
+    /**
+     * Runs a writer topology until it has processed n records, closes it
+     * (which flushes its changelog producer), and waits until the changelog
+     * holds at least n records (every operation is one when caching is off).
+     * @return the changelog's offset span
+     */
+    static long runWriter(Kafka kafka, StreamsBuilder sb, String applicationId, String changelog, AtomicLong processed,
+                          long n, long timeoutMs) throws Exception {
+        Path stateDir = Kafka.freshStateDir(null);
+        try {
+            KafkaStreams streams = new KafkaStreams(sb.build(),
+                    kafka.streamsProps(applicationId, stateDir, 1, "at_least_once", 1000, 0));
+            AtomicReference<Throwable> error = Kafka.watchErrors(streams);
+            try {
+                streams.start();
+                Kafka.await(n + " operations", streams, error, timeoutMs, () -> processed.get() >= n);
+            } finally {
+                streams.close(Duration.ofSeconds(60)); // flushes the changelog producer
+            }
+            kafka.leaveGroup(applicationId);
+            if (error.get() != null) throw new IllegalStateException("Kafka Streams failed: " + error.get(), error.get());
+        } finally {
+            Kafka.deleteTree(stateDir);
+        }
+        long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+        long span;
+        while ((span = kafka.offsetSpan(changelog)) < n) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(changelog + " holds " + span + " records, expected " + n);
+            }
+            Thread.sleep(50);
+        }
+        return span;
+    }
+
     /** `interop-write`: Kafka Streams applies the file to store S, writing A-S-changelog itself. */
     static Json write(Args a) throws Exception {
         String bootstrap = a.str("bootstrap");
@@ -127,31 +162,8 @@ final class Interop {
             };
             StreamsBuilder sb = new StreamsBuilder();
             sb.stream(inputTopic, Consumed.with(Serdes.String(), Serdes.String())).process(apply);
-            Path stateDir = Kafka.freshStateDir(null);
-            try {
-                KafkaStreams streams = new KafkaStreams(sb.build(),
-                        kafka.streamsProps(applicationId, stateDir, 1, "at_least_once", 1000, 0));
-                AtomicReference<Throwable> error = Kafka.watchErrors(streams);
-                try {
-                    streams.start();
-                    Kafka.await(ops.size() + " operations", streams, error, timeoutMs, () -> processed.get() >= ops.size());
-                } finally {
-                    streams.close(Duration.ofSeconds(60)); // flushes the changelog producer
-                }
-                kafka.leaveGroup(applicationId);
-                if (error.get() != null) throw new IllegalStateException("Kafka Streams failed: " + error.get(), error.get());
-            } finally {
-                Kafka.deleteTree(stateDir);
-            }
             // Caching is off: every put and delete is one changelog record.
-            long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
-            long span;
-            while ((span = kafka.offsetSpan(changelog)) < ops.size()) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException(changelog + " holds " + span + " records, expected " + ops.size());
-                }
-                Thread.sleep(50);
-            }
+            long span = Interop.runWriter(kafka, sb, applicationId, changelog, processed, ops.size(), timeoutMs);
             return new Json().put("peer", "kafka-streams").put("command", "interop-write")
                     .put("application_id", applicationId).put("store", storeName).put("changelog_topic", changelog)
                     .put("operations", ops.size()).put("changelog_records", span);

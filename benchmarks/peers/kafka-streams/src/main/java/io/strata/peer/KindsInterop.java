@@ -14,14 +14,12 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -223,33 +221,10 @@ final class KindsInterop {
             };
             StreamsBuilder sb = new StreamsBuilder();
             sb.stream(inputTopic, Consumed.with(Serdes.String(), Serdes.String())).process(apply);
-            Path stateDir = Kafka.freshStateDir(null);
-            try {
-                KafkaStreams streams = new KafkaStreams(sb.build(),
-                        kafka.streamsProps(applicationId, stateDir, 1, "at_least_once", 1000, 0));
-                AtomicReference<Throwable> error = Kafka.watchErrors(streams);
-                try {
-                    streams.start();
-                    Kafka.await(ops.size() + " operations", streams, error, timeoutMs, () -> processed.get() >= ops.size());
-                } finally {
-                    streams.close(Duration.ofSeconds(60)); // flushes the changelog producer
-                }
-                kafka.leaveGroup(applicationId);
-                if (error.get() != null) throw new IllegalStateException("Kafka Streams failed: " + error.get(), error.get());
-            } finally {
-                Kafka.deleteTree(stateDir);
-            }
             // Caching is off: every operation is one changelog record, even
             // a put into an expired window (the store drops it, its logging
             // layer does not).
-            long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
-            long span;
-            while ((span = kafka.offsetSpan(changelog)) < ops.size()) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException(changelog + " holds " + span + " records, expected " + ops.size());
-                }
-                Thread.sleep(50);
-            }
+            long span = Interop.runWriter(kafka, sb, applicationId, changelog, processed, ops.size(), timeoutMs);
             return new Json().put("peer", "kafka-streams").put("command", "interop-kind-write").put("kind", kind)
                     .put("application_id", applicationId).put("store", storeName).put("changelog_topic", changelog)
                     .put("operations", ops.size()).put("changelog_records", span);
