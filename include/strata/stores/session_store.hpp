@@ -5,6 +5,7 @@
 
 #include <strata/codec/session_codec.hpp>
 #include <strata/core/error.hpp>
+#include <strata/stores/detail/stream_time.hpp>
 #include <strata/stores/session_types.hpp>
 
 #include <cstddef>

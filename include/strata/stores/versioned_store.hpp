@@ -6,8 +6,8 @@
 
 #include <strata/codec/versioned_codec.hpp>
 #include <strata/core/error.hpp>
+#include <strata/stores/detail/stream_time.hpp>
 #include <strata/stores/versioned_types.hpp>
-#include <strata/stores/window_types.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -5,6 +5,7 @@
 
 #include <strata/codec/window_codec.hpp>
 #include <strata/core/error.hpp>
+#include <strata/stores/detail/stream_time.hpp>
 #include <strata/stores/window_types.hpp>
 
 #include <cstddef>

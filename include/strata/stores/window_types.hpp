@@ -64,16 +64,6 @@ struct window_store_options {
     std::chrono::milliseconds retention{0};
 };
 
-namespace detail {
-/// a - b, held at the int64 range's ends rather than overflowing (a stream
-/// time near the range's start less a retention).
-[[nodiscard]] constexpr std::int64_t minus_saturating(std::int64_t a, std::int64_t b) noexcept {
-    std::int64_t r = 0;
-    if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? INT64_MIN : INT64_MAX;
-    return r;
-}
-}  // namespace detail
-
 template <class K>
 struct memory_size_of<windowed<K>> {
     static std::size_t of(const windowed<K>& w) noexcept { return sizeof(w) - sizeof(K) + memory_size(w.key); }
