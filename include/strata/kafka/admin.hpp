@@ -339,6 +339,40 @@ inline constexpr std::chrono::milliseconds windowed_changelog_extra_retention{24
             {"min.compaction.lag.ms", std::to_string((history_retention + extra).count())}};
 }
 
+/// @brief Where `delete_records_before` cuts one partition: its records
+/// before `offset` go.
+struct record_cut {
+    std::string topic;
+    std::int32_t partition = 0;
+    std::int64_t offset = 0;
+};
+
+/// @brief Deletes the records before each cut's offset (the broker moves
+/// the partition's log start there; DeleteRecords), in one request. Only
+/// the admin client in `o` is used (bootstrap, client settings, timeout).
+/// @throws error the request failed, or a partition refused its cut (the
+///         first such partition is named)
+inline void delete_records_before(const std::vector<record_cut>& cuts, const topic_options& o) {
+    if (cuts.empty()) return;
+    const client admin = detail::admin_client(o);
+    unique_partition_list l(rd_kafka_topic_partition_list_new(static_cast<int>(cuts.size())));
+    for (const record_cut& c : cuts)
+        rd_kafka_topic_partition_list_add(l.get(), c.topic.c_str(), c.partition)->offset = c.offset;
+    using unique_delete = std::unique_ptr<rd_kafka_DeleteRecords_t, detail::destroy_with<&rd_kafka_DeleteRecords_destroy>>;
+    const unique_delete del(rd_kafka_DeleteRecords_new(l.get()));
+    const std::string what = "delete records of " + cuts.front().topic + (cuts.size() > 1 ? " and others" : "");
+    const unique_queue q(rd_kafka_queue_new(admin.get()));
+    const auto opts = detail::admin_options(admin.get(), RD_KAFKA_ADMIN_OP_DELETERECORDS, o.timeout);
+    rd_kafka_DeleteRecords_t* dels[] = {del.get()};
+    rd_kafka_DeleteRecords(admin.get(), dels, 1, opts.get(), q.get());
+    const unique_event ev = detail::await_admin(q.get(), RD_KAFKA_EVENT_DELETERECORDS_RESULT, o.timeout, what);
+    const rd_kafka_topic_partition_list_t* done =
+        rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev.get()));
+    for (int i = 0; done != nullptr && i < done->cnt; ++i)
+        check(done->elems[i].err, "delete records of " + std::string(done->elems[i].topic) + "[" +
+                                      std::to_string(done->elems[i].partition) + "]");
+}
+
 /// @brief `ensure_topic(changelog_topic_name(application, store), o)`.
 /// @returns the topic's name
 inline std::string ensure_changelog_topic(std::string_view application, std::string_view store,

@@ -108,8 +108,8 @@ public:
 
     typed_task(std::int32_t partition, const Factory& factory, Processor processor, output& out,
                const application_options& config, metrics::registry& reg)
-        : task(partition), factory_(&factory), processor_(std::move(processor)), out_(&out), config_(&config),
-          ctx_(partition, std::to_string(partition), out) {
+        : task(partition, config.sub_topology), factory_(&factory), processor_(std::move(processor)), out_(&out), config_(&config),
+          ctx_(partition, id(), out, config.application_id) {
         const metrics::labels l{{"task", id()}};
         processed_ = &reg.counter_for("strata_task_records_processed_total", "Input records a task processed", l);
         latency_ = &reg.histogram_for("strata_task_process_seconds",
@@ -150,6 +150,7 @@ public:
             return;
         }
         const std::int64_t ts = r->timestamp;
+        ctx_.set_timestamp(ts);
         try {
             if (--until_timed_ == 0) {
                 until_timed_ = 16;

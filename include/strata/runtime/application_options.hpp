@@ -8,6 +8,8 @@
 #include <strata/core/error.hpp>
 #include <strata/kafka/handles.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +50,14 @@ struct application_options {
     /// and partition p of every one of them belongs to task p. The group
     /// assigns the first topic's partitions; the others follow them.
     std::vector<std::string> input_topics{};
+    /// The sub-topology of a topology this instance runs (topology.hpp sets
+    /// it; an application of one sub-topology leaves it empty). Each
+    /// sub-topology is a group of its own, `group_name()`: its tasks, its
+    /// coordination topic, its transactional ids and its state folder are
+    /// apart from the other sub-topologies', while the changelog topics
+    /// stay `<application_id>-<store>-changelog` (store names are unique
+    /// across a topology, as in Kafka Streams).
+    std::string sub_topology{};
 
     /// Local state of this instance: a folder `<application_id>` in it holds
     /// one folder per task with the checkpoint and the data of persistent
@@ -169,6 +179,14 @@ struct application_options {
     std::int16_t changelog_replication_factor = -1;
     kafka::settings changelog_topic_configs{};
 
+    /// A topology's repartition topics (topology.hpp) get this many
+    /// partitions; 0: as many as the topology's input topic with the most,
+    /// as Kafka Streams counts them.
+    std::int32_t repartition_partitions = 0;
+    /// How often a topology deletes the repartition records its readers
+    /// committed (Kafka Streams' repartition.purge.interval.ms).
+    std::chrono::milliseconds repartition_purge_interval{30'000};
+
     /// Where the runtime's warnings go (a topic with one replica, a standby
     /// rebuilt because its changelog lost records). Empty: standard error,
     /// one line each.
@@ -195,6 +213,12 @@ struct application_options {
         return guarantee == processing_guarantee::exactly_once ? std::chrono::milliseconds(100)
                                                                : std::chrono::milliseconds(5'000);
     }
+    /// The consumer group, and the prefix of the coordination topic and of
+    /// the transactional ids: `application_id`, or
+    /// `<application_id>-<sub_topology>` within a topology.
+    [[nodiscard]] std::string group_name() const {
+        return sub_topology.empty() ? application_id : application_id + "-" + sub_topology;
+    }
     [[nodiscard]] std::string effective_dead_letter_topic() const {
         return dead_letter_topic.empty() ? application_id + "-dead-letters" : dead_letter_topic;
     }
@@ -204,9 +228,17 @@ struct application_options {
         if (application_id.empty()) throw usage_error("strata::runtime: application_id is empty");
         if (bootstrap_servers.empty()) throw usage_error("strata::runtime: bootstrap_servers is empty");
         if (input_topics.empty()) throw usage_error("strata::runtime: no input_topics");
+        if (!std::all_of(sub_topology.begin(), sub_topology.end(), [](char ch) {
+                return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '_' || ch == '-';
+            }))
+            throw usage_error("strata::runtime: sub-topology name \"" + sub_topology +
+                              "\" has a character a topic name cannot have (letters, digits, '.', '_', '-')");
         if (standby_replicas < 0) throw usage_error("strata::runtime: standby_replicas is negative");
         if (standby_fetch_interval.count() < 0)
             throw usage_error("strata::runtime: standby_fetch_interval is negative; 0 fetches all the time");
+        if (repartition_partitions < 0 || repartition_purge_interval.count() <= 0)
+            throw usage_error("strata::runtime: repartition_partitions is negative or repartition_purge_interval "
+                              "is not positive");
         if (processing_threads < 1)
             throw usage_error("strata::runtime: processing_threads is " + std::to_string(processing_threads) +
                               "; it is at least 1");

@@ -8,6 +8,7 @@
 #include <strata/core/bytes.hpp>
 #include <strata/core/error.hpp>
 #include <strata/runtime/detail/output.hpp>
+#include <strata/runtime/repartition_topic.hpp>
 #include <strata/serde/encode.hpp>
 
 #include <algorithm>
@@ -54,8 +55,11 @@ class processor_context {
 public:
     using punctuator = std::function<void(processor_context&, std::int64_t timestamp_ms)>;
 
-    processor_context(std::int32_t partition, std::string task_id, detail::output& out)
-        : partition_(partition), task_id_(std::move(task_id)), out_(&out) {}
+    /// @param application_id names the repartition topics (`repartition`)
+    processor_context(std::int32_t partition, std::string task_id, detail::output& out,
+                      std::string application_id = {})
+        : partition_(partition), task_id_(std::move(task_id)), out_(&out),
+          application_id_(std::move(application_id)) {}
 
     /// @brief What the factory returned for this task.
     [[nodiscard]] Stores& stores() noexcept { return *stores_; }
@@ -100,6 +104,28 @@ public:
         out_->send(topic, key, value, partition, partition_);
     }
 
+    /// @brief Sends (key, value) re-keyed to the repartition topic `name`
+    /// (`<application_id>-<name>-repartition`, made by the topology; see
+    /// topology.hpp), to the partition of the new key, with the time of the
+    /// record being processed (of the punctuation, in a punctuator): the
+    /// sub-topology that reads the topic gets the key's records in one task,
+    /// in the order they were sent. Under exactly-once the records commit
+    /// with the task's state and input offsets, and the reading
+    /// sub-topology sees only committed ones.
+    template <class K, class V>
+    void repartition(std::string_view name, const K& key, const V& value) {
+        key_buf_.clear();
+        value_buf_.clear();
+        encode(key, key_buf_);
+        encode(value, value_buf_);
+        out_->send(repartition_topic(name), key_buf_, bytes_view(value_buf_), partition_by_key, partition_,
+                   timestamp_ > 0 ? timestamp_ : no_timestamp);  // librdkafka reads 0 as "now"
+    }
+
+    /// @brief The time of the record being processed (of the punctuation,
+    /// in a punctuator), ms since the epoch; -1 when it has none.
+    [[nodiscard]] std::int64_t timestamp() const noexcept { return timestamp_; }
+
     /// @brief Calls `fn(context, timestamp)` every `interval` of the given
     /// clock, on the processing thread, between records. A wall-clock
     /// punctuation gets the wall-clock time (ms since the epoch); a
@@ -122,6 +148,9 @@ public:
     // ---- driven by the runtime
 
     void attach(Stores& s) noexcept { stores_ = &s; }
+
+    /// The time of the record about to be processed.
+    void set_timestamp(std::int64_t timestamp) noexcept { timestamp_ = timestamp; }
 
     /// Advances stream time to `timestamp` and runs the stream-time
     /// punctuations that became due.
@@ -170,11 +199,24 @@ private:
         for (std::size_t i = 0; i < punctuations_.size(); ++i) {
             if (punctuations_[i].cancelled || !is_due(punctuations_[i])) continue;
             punctuator fn = punctuations_[i].fn;  // a copy: the vector may move under it
-            fn(*this, timestamp());
+            const std::int64_t at = timestamp();
+            timestamp_ = at;
+            fn(*this, at);
             ++ran;
         }
         std::erase_if(punctuations_, [](const scheduled& p) { return p.cancelled; });
         return ran;
+    }
+
+    const std::string& repartition_topic(std::string_view name) {
+        if (application_id_.empty())
+            throw usage_error("strata::runtime: repartition(\"" + std::string(name) +
+                              "\") from a context that belongs to no application");
+        if (name != last_repartition_) {
+            last_repartition_ = std::string(name);
+            last_repartition_topic_ = repartition_topic_name(application_id_, name);
+        }
+        return last_repartition_topic_;
     }
 
     Stores* stores_ = nullptr;
@@ -182,6 +224,10 @@ private:
     std::string task_id_;
     detail::output* out_;
     std::int64_t stream_time_ = -1;
+    std::int64_t timestamp_ = -1;
+    std::string application_id_;
+    std::string last_repartition_;        // the name repartition() was given last,
+    std::string last_repartition_topic_;  // and its topic: one name is usual, and spares a string a record
     std::vector<scheduled> punctuations_;
     punctuation_id next_id_ = 1;
     byte_buffer key_buf_;

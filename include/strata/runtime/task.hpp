@@ -70,12 +70,20 @@ struct takeover_timeline {
 class task {
 public:
     explicit task(std::int32_t partition) : partition_(partition), id_(std::to_string(partition)) {}
+    /// A task of a sub-topology: its id is `<sub_topology>_<partition>`,
+    /// which sets it apart from the other sub-topologies' tasks of the same
+    /// partition in metrics and messages (Kafka Streams' `1_3`, by name).
+    task(std::int32_t partition, std::string_view sub_topology)
+        : partition_(partition),
+          id_(sub_topology.empty() ? std::to_string(partition)
+                                   : std::string(sub_topology) + "_" + std::to_string(partition)) {}
     task(const task&) = delete;
     task& operator=(const task&) = delete;
     virtual ~task() = default;
 
     [[nodiscard]] std::int32_t partition() const noexcept { return partition_; }
-    /// The task's name in metrics, logs and errors: its partition number.
+    /// The task's name in metrics, logs and errors: its partition number
+    /// (within a topology, prefixed with the sub-topology's name).
     [[nodiscard]] const std::string& id() const noexcept { return id_; }
 
     [[nodiscard]] task_state state() const noexcept { return state_.load(std::memory_order_acquire); }

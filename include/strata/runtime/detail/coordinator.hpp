@@ -48,7 +48,7 @@ public:
         : c_(&c),
           reader_(c.bootstrap_servers, topic, c.consumer_settings),
           writer_(c.bootstrap_servers, topic, writer_settings(c)),
-          watch_(c.bootstrap_servers, c.application_id, c.client_settings),
+          watch_(c.bootstrap_servers, c.group_name(), c.client_settings),
           leader_(leader_settings(c, tasks)),
           incarnation_(make_incarnation()),
           started_ms_(wall_clock_ms()),

@@ -270,7 +270,7 @@ private:
     static kafka::conf inputs_conf(const application_options& c) {
         kafka::conf k;
         k.set("bootstrap.servers", c.bootstrap_servers);
-        k.set("group.id", c.application_id + "-inputs-of-" + c.instance_id);
+        k.set("group.id", c.group_name() + "-inputs-of-" + c.instance_id);
         k.set("client.id", c.instance_id + "-inputs");
         k.set("auto.offset.reset", "earliest");
         // A fetch the broker holds for lack of data delays a partition that
@@ -288,7 +288,7 @@ private:
     static kafka::conf conf(const application_options& c, group_consumer* self) {
         kafka::conf k;
         k.set("bootstrap.servers", c.bootstrap_servers);
-        k.set("group.id", c.application_id);
+        k.set("group.id", c.group_name());
         k.set("client.id", c.instance_id);
         k.set("auto.offset.reset", "earliest");
         k.set("session.timeout.ms", std::to_string(c.session_timeout.count()));
@@ -375,13 +375,13 @@ private:
             if (m.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || m.err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
                 throw kafka::error("consume the input", m.err, what);
             if (m.err == RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
-                throw kafka::error("join the group " + c_->application_id +
+                throw kafka::error("join the group " + c_->group_name() +
                                        ": it is held by members of another protocol (another application, "
                                        "e.g. Kafka Streams, with the same application id?); strata runs "
                                        "nothing until it is a member",
                                    m.err, what);
             if (m.err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
-                throw kafka::error("join the group " + c_->application_id + " (not authorized)", m.err, what);
+                throw kafka::error("join the group " + c_->group_name() + " (not authorized)", m.err, what);
             return;  // librdkafka retries the rest itself
         }
         const auto now = clock::now();

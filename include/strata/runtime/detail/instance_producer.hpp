@@ -73,7 +73,7 @@ public:
     }
 
     [[nodiscard]] static std::string transactional_id_of(const application_options& c) {
-        return c.application_id + "-" + c.instance_id;
+        return c.group_name() + "-" + c.instance_id;
     }
 
     /// Whether the transactional producer was fenced: another instance took

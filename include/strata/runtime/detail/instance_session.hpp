@@ -49,7 +49,7 @@ struct instance_session {
     ///         state directory in use, a duplicate instance id, ...); the
     ///         parts built so far go again
     instance_session(const application_options& c, instance_topics& topics, metrics::registry& reg, hooks h)
-        : dir(c.state_dir, c.application_id),
+        : dir(c.state_dir, c.group_name()),
           partitions(topics.check_inputs()),
           coordination(topics.ensure_coordination()),
           coord(c, coordination, partitions, *h.rebalance_log, reg),

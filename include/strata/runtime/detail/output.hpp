@@ -40,10 +40,12 @@ public:
     /// @brief Queues one record of `task`; `value` nullopt is a tombstone.
     /// With RD_KAFKA_PARTITION_UA (`partition_by_key`,
     /// processor_context.hpp), the partition is murmur2 of the key, as
-    /// Kafka's Java producer (and so Kafka Streams) computes it.
+    /// Kafka's Java producer (and so Kafka Streams) computes it. Without a
+    /// `timestamp` (ms) the record gets the time it is produced.
     void send(std::string_view topic, bytes_view key, std::optional<bytes_view> value,
-              std::int32_t partition = RD_KAFKA_PARTITION_UA, std::int32_t task = no_task) {
-        producer_->produce(handle(topic), partition, key, value, tracker_of(task));
+              std::int32_t partition = RD_KAFKA_PARTITION_UA, std::int32_t task = no_task,
+              std::int64_t timestamp = no_timestamp) {
+        producer_->produce(handle(topic), partition, key, value, tracker_of(task), timestamp);
         ++sent_;
     }
 

@@ -82,7 +82,7 @@ private:
         conf.set("bootstrap.servers", c.bootstrap_servers);
         conf.set(c.consumer_settings);
         if (committed) {
-            conf.set("group.id", c.application_id);
+            conf.set("group.id", c.group_name());
             conf.set("enable.auto.commit", "false");
         }
         conf.set("isolation.level", committed ? "read_committed" : "read_uncommitted");

@@ -57,7 +57,7 @@ public:
 
     /// Makes sure the coordination topic exists and returns its name.
     std::string ensure_coordination() {
-        std::string topic = coordination_topic_name(c_->application_id);
+        std::string topic = coordination_topic_name(c_->group_name());
         kafka::topic_options o = options(1);
         // The broker's append time on each record: the readers' common clock
         // for heartbeats (liveness.hpp).

@@ -1,0 +1,255 @@
+// Topologies: two sub-topologies joined by a repartition topic, against the
+// real broker. The invariants: every record crosses the hop once under
+// exactly-once (each key's counts downstream are 1, 2, ..., n with nothing
+// repeated or lost, whichever instance held which task); the repartition
+// topic is Kafka Streams' (name, partitions, configs); records carry their
+// input's time across; what the reading side committed is purged, and
+// nothing it has not.
+
+#include "runtime_test_support.hpp"
+
+#include "support/temp_dir.hpp"
+
+#include <strata/decorators/all.hpp>
+#include <strata/kafka/admin.hpp>
+#include <strata/metrics/prometheus.hpp>
+#include <strata/runtime/topology.hpp>
+#include <strata/stores/hash_map_store.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <numeric>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace runtime_test;
+
+namespace {
+
+/// The object an input record votes for: its amount, re-keyed.
+std::string object_of(std::int64_t amount) { return "object-" + std::to_string(amount % 5); }
+
+/// Record times seen on one side of the hop (several tasks add at once).
+struct times_seen {
+    std::mutex m;
+    std::multiset<std::int64_t> times;
+    void add(std::int64_t t) {
+        const std::lock_guard lock(m);
+        times.insert(t);
+    }
+};
+
+strata::runtime::application_options topology_options(const std::string& app, const test_support::temp_dir& dir,
+                                                      const std::string& instance) {
+    strata::runtime::application_options o;
+    o.application_id = app;
+    o.bootstrap_servers = kafka_test::bootstrap();
+    o.state_dir = dir / ("state-" + instance);
+    o.instance_id = instance;
+    o.endpoint = instance == "one" ? "127.0.0.1:18101" : "127.0.0.1:18102";  // announced only, never dialled
+    o.guarantee = strata::runtime::processing_guarantee::exactly_once;
+    o.commit_interval = std::chrono::milliseconds(100);
+    o.session_timeout = std::chrono::milliseconds(6000);
+    o.repartition_purge_interval = std::chrono::milliseconds(300);
+    return o;
+}
+
+/// Agents' reports (key: agent, value: amount) re-keyed by the object voted
+/// on, then counted per object; each count goes to `output`.
+auto votes_topology(strata::runtime::application_options o, const std::string& input, const std::string& output,
+                    std::shared_ptr<times_seen> before, std::shared_ptr<times_seen> after) {
+    return strata::runtime::make_topology(
+        std::move(o),
+        strata::runtime::sub_topology<std::string, std::int64_t>(
+            {.name = "reports", .topics = {input}},
+            [](strata::runtime::task_context& t) {
+                return strata::hash_map_store<std::string, std::int64_t>("reports-seen") | t.logged();
+            },
+            [before](auto& ctx, const auto& r) {
+                auto& seen = ctx.stores();
+                seen.put(r.key, seen.get(r.key).value_or(0) + 1);
+                before->add(r.timestamp);
+                ctx.repartition("by-object", object_of(*r.value), r.key);
+            }),
+        strata::runtime::sub_topology<std::string, std::string>(
+            {.name = "counts", .repartitions = {"by-object"}},
+            [](strata::runtime::task_context& t) {
+                return strata::hash_map_store<std::string, std::int64_t>("votes") | t.logged();
+            },
+            [after, output](auto& ctx, const auto& r) {
+                auto& votes = ctx.stores();
+                const std::int64_t n = votes.get(r.key).value_or(0) + 1;
+                votes.put(r.key, n);
+                after->add(r.timestamp);
+                ctx.emit(output, r.key, n);
+            }));
+}
+
+/// How many records of `written` land in each partition of the repartition topic.
+partitioned_input repartitioned(const partitioned_input& written, std::int32_t partitions) {
+    partitioned_input out(static_cast<std::size_t>(partitions));
+    for (const auto& part : written)
+        for (const input& in : part) {
+            const std::string key = object_of(in.amount);
+            out[static_cast<std::size_t>(partition_of(key, partitions))].push_back({key, in.amount});
+        }
+    return out;
+}
+
+/// The low watermark (log start) of each partition of `topic`.
+std::vector<std::int64_t> log_starts(const std::string& topic, std::int32_t partitions) {
+    strata::kafka::conf c;
+    c.set("bootstrap.servers", kafka_test::bootstrap());
+    const strata::kafka::client k(RD_KAFKA_PRODUCER, std::move(c));
+    std::vector<std::int64_t> out;
+    for (std::int32_t p = 0; p < partitions; ++p) {
+        std::int64_t low = -1, high = -1;
+        strata::kafka::check(rd_kafka_query_watermark_offsets(k.get(), topic.c_str(), p, &low, &high, 10'000),
+                             "watermarks of " + topic);
+        out.push_back(low);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: a topology re-keys through a repartition topic, exactly once across the hop, and purges what "
+          "was committed",
+          "[kafka][runtime][topology]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 3;
+    const std::string app = kafka_test::unique_name("topology");
+    const std::string reports = kafka_test::make_topic("reports", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("vote-counts", partitions, {{"cleanup.policy", "delete"}});
+    const std::string repartition = strata::runtime::repartition_topic_name(app, "by-object");
+    REQUIRE(repartition == app + "-by-object-repartition");
+
+    input_writer in(reports, partitions);
+    std::int64_t next = 0;
+    const auto write = [&](std::int64_t n) {
+        for (const std::int64_t end = next + n; next < end; ++next) in.write(next, 20);
+        in.flush();
+    };
+    auto before = std::make_shared<times_seen>();
+    auto after = std::make_shared<times_seen>();
+    auto one = votes_topology(topology_options(app, dir, "one"), reports, output, before, after);
+    auto two = votes_topology(topology_options(app, dir, "two"), reports, output, before, after);
+    {
+        running first(one);
+        write(600);
+        // A second instance joins while records flow: the tasks of both
+        // sub-topologies are split between the two, then it leaves again.
+        {
+            running second(two);
+            REQUIRE(await_metadata(two.sub<0>(), 2, 60s));
+            REQUIRE(await_metadata(two.sub<1>(), 2, 60s));
+            write(600);
+            REQUIRE(await_committed(app + "-reports", reports, in.written(), 90s));
+            // Both instances ran tasks of both sub-topologies.
+            for (auto* t : {&one, &two}) {
+                CHECK_FALSE(t->sub<0>().local_tasks().empty());
+                CHECK_FALSE(t->sub<1>().local_tasks().empty());
+            }
+            write(300);
+            second.stop();
+        }
+        write(300);
+        REQUIRE(await_committed(app + "-reports", reports, in.written(), 90s));
+        REQUIRE(await_committed(app + "-counts", repartition, repartitioned(in.written(), partitions), 90s));
+
+        // Purged: each partition's log start reaches the reading group's
+        // committed offset, and never passes it.
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        std::vector<std::int64_t> starts, done;
+        do {
+            std::this_thread::sleep_for(200ms);
+            starts = log_starts(repartition, partitions);
+            done = committed(app + "-counts", repartition, partitions);
+        } while (starts != done && std::chrono::steady_clock::now() < deadline);
+        CHECK(starts == done);
+        // (a partition no object's key falls in has nothing to purge)
+        // (offsets count transaction markers too: at least one per record)
+        CHECK(std::accumulate(starts.begin(), starts.end(), std::int64_t{0}) >= next);
+        CHECK(one.purges() > 0);
+
+        // Queries reach the reading sub-topology's stores.
+        std::map<std::string, std::int64_t> expected;
+        for (const auto& part : in.written())
+            for (const input& each : part) ++expected[object_of(each.amount)];
+        for (const auto& [object, n] : expected) {
+            INFO(object);
+            const auto r = one.sub<1>().get(object);
+            REQUIRE(r.status == strata::runtime::query_status::ok);
+            CHECK(r.value == std::optional<std::int64_t>(n));
+        }
+
+        // Metrics tell the sub-topologies' tasks and instances apart.
+        const std::string metrics = strata::metrics::to_prometheus(one.metrics());
+        CHECK_THAT(metrics, Catch::Contains("task=\"reports_0\"") && Catch::Contains("task=\"counts_0\"") &&
+                                Catch::Contains("instance=\"one.reports\"") &&
+                                Catch::Contains("instance=\"one.counts\""));
+        first.stop();
+    }
+
+    // Exactly once across the hop: each object's counts are 1, 2, ..., n.
+    std::map<std::string, std::vector<std::int64_t>> counts;
+    for (std::int32_t p = 0; p < partitions; ++p)
+        for (const auto& [key, value] : read_partition(output, p)) {
+            REQUIRE(partition_of(key, partitions) == p);
+            counts[key].push_back(strata::decode<std::int64_t>(value));
+        }
+    std::map<std::string, std::int64_t> expected;
+    for (const auto& part : in.written())
+        for (const input& each : part) ++expected[object_of(each.amount)];
+    REQUIRE(counts.size() == expected.size());
+    for (const auto& [object, seq] : counts) {
+        INFO(object);
+        std::vector<std::int64_t> whole(static_cast<std::size_t>(expected[object]));
+        for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<std::int64_t>(i) + 1;
+        CHECK(seq == whole);
+    }
+
+    // Each record kept its input's time across the hop (a record processed
+    // twice, as a task moved, is seen twice on both sides alike: the same sets).
+    std::set<std::int64_t> times_before(before->times.begin(), before->times.end());
+    std::set<std::int64_t> times_after(after->times.begin(), after->times.end());
+    CHECK(times_before == times_after);
+    CHECK(*times_before.begin() > 0);
+
+    // The repartition topic is made as Kafka Streams makes it.
+    strata::kafka::topic_options o;
+    o.bootstrap_servers = kafka_test::bootstrap();
+    CHECK(strata::kafka::describe_topic_config(repartition, "cleanup.policy", o) == "delete");
+    CHECK(strata::kafka::describe_topic_config(repartition, "retention.ms", o) == "-1");
+    CHECK(strata::kafka::describe_topic_config(repartition, "segment.bytes", o) == "52428800");
+    CHECK(log_starts(repartition, partitions).size() == static_cast<std::size_t>(partitions));
+}
+
+TEST_CASE("runtime: a topology refuses sub-topologies that do not fit together", "[runtime][topology]") {
+    test_support::temp_dir dir;
+    const auto factory = [](strata::runtime::task_context&) {
+        return strata::hash_map_store<std::string, std::int64_t>("s");
+    };
+    const auto processor = [](auto&, const auto&) {};
+    auto o = topology_options("refused", dir, "one");
+    const auto make = [&](strata::runtime::sub_topology_inputs a, strata::runtime::sub_topology_inputs b) {
+        (void)strata::runtime::make_topology(
+            o, strata::runtime::sub_topology<std::string, std::int64_t>(std::move(a), factory, processor),
+            strata::runtime::sub_topology<std::string, std::int64_t>(std::move(b), factory, processor));
+    };
+    REQUIRE_THROWS_WITH(make({.name = "a", .topics = {"in"}}, {.name = "a", .repartitions = {"r"}}),
+                        Catch::Contains("two sub-topologies are named a"));
+    REQUIRE_THROWS_WITH(make({.name = "a", .topics = {"in"}}, {.name = "b"}),
+                        Catch::Contains("sub-topology b reads nothing"));
+    REQUIRE_THROWS_WITH(make({.name = "a", .topics = {"in"}}, {.name = "", .topics = {"in"}}),
+                        Catch::Contains("a sub-topology has no name"));
+    REQUIRE_THROWS_WITH(make({.name = "a", .topics = {"in"}}, {.name = "b/c", .topics = {"in"}}),
+                        Catch::Contains("sub-topology name \"b/c\" has a character a topic name cannot have"));
+    o.input_topics = {"in"};
+    REQUIRE_THROWS_WITH(make({.name = "a", .topics = {"in"}}, {.name = "b", .repartitions = {"r"}}),
+                        Catch::Contains("a topology's options name no input_topics"));
+}
