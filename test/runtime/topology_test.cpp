@@ -229,6 +229,87 @@ TEST_CASE("runtime: a topology re-keys through a repartition topic, exactly once
     CHECK(log_starts(repartition, partitions).size() == static_cast<std::size_t>(partitions));
 }
 
+TEST_CASE("runtime: a topology over three processes, one killed and restarted mid-stream: every record crosses the "
+          "hop once",
+          "[kafka][runtime][topology]") {
+    test_support::temp_dir dir;
+    constexpr std::int32_t partitions = 4;
+    const std::string app = kafka_test::unique_name("topology-kill");
+    const std::string reports = kafka_test::make_topic("reports", partitions, {{"cleanup.policy", "delete"}});
+    const std::string output = kafka_test::make_topic("vote-counts", partitions, {{"cleanup.policy", "delete"}});
+    const std::string repartition = strata::runtime::repartition_topic_name(app, "by-object");
+    const auto args = [&](const std::string& instance) {
+        return std::vector<std::string>{"--bootstrap", kafka_test::bootstrap(), "--app", app, "--input", reports,
+                                        "--output", output, "--state", (dir / instance).string(), "--instance",
+                                        instance};
+    };
+    const auto start = [&](const std::string& instance, const std::string& log) {
+        return std::make_unique<instance_process>(STRATA_TOPOLOGY_APP, args(instance), dir / log);
+    };
+    input_writer in(reports, partitions);
+    std::int64_t next = 0;
+    const auto write = [&](std::int64_t n) {
+        for (const std::int64_t end = next + n; next < end; ++next) {
+            in.write(next, 40);
+            if (next % 10 == 0) std::this_thread::sleep_for(2ms);
+        }
+        in.flush();
+    };
+    std::map<std::string, std::unique_ptr<instance_process>> running;
+    for (const char* name : {"one", "two", "three"}) running[name] = start(name, std::string(name) + ".log");
+    const auto alive = [&] {
+        return std::all_of(running.begin(), running.end(), [](auto& p) { return p.second->running(); });
+    };
+    write(1000);
+    REQUIRE(await_committed(app + "-reports", reports, in.written(), 90s, alive));
+    write(500);
+    running["two"]->kill(SIGKILL);  // in the middle of the stream, both sub-topologies' transactions open
+    (void)running["two"]->wait();
+    write(1000);
+    running["two"] = start("two", "two-again.log");
+    write(500);
+    const bool all_in = await_committed(app + "-reports", reports, in.written(), 120s, alive) &&
+                        await_committed(app + "-counts", repartition, repartitioned(in.written(), partitions), 120s,
+                                        alive);
+    for (auto& [name, p] : running) {
+        INFO(name << ":\n" << p->output());
+        CHECK(p->running());
+    }
+    REQUIRE(all_in);
+
+    // Purged up to what the counts group committed, never past it.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    std::vector<std::int64_t> starts, done;
+    do {
+        std::this_thread::sleep_for(200ms);
+        starts = log_starts(repartition, partitions);
+        done = committed(app + "-counts", repartition, partitions);
+    } while (starts != done && std::chrono::steady_clock::now() < deadline);
+    CHECK(starts == done);
+
+    for (auto& [name, p] : running) {
+        p->kill(SIGTERM);
+        const int status = p->wait();
+        INFO(name << ":\n" << p->output());
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+
+    // Exactly once across the hop and the kill: each object's counts are 1, 2, ..., n.
+    std::map<std::string, std::vector<std::int64_t>> counts;
+    for (std::int32_t p = 0; p < partitions; ++p)
+        for (const auto& [key, value] : read_partition(output, p)) counts[key].push_back(strata::decode<std::int64_t>(value));
+    std::map<std::string, std::int64_t> expected;
+    for (const auto& part : in.written())
+        for (const input& each : part) ++expected[object_of(each.amount)];
+    REQUIRE(counts.size() == expected.size());
+    for (const auto& [object, seq] : counts) {
+        INFO(object);
+        std::vector<std::int64_t> whole(static_cast<std::size_t>(expected[object]));
+        for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<std::int64_t>(i) + 1;
+        CHECK(seq == whole);
+    }
+}
+
 TEST_CASE("runtime: a topology refuses sub-topologies that do not fit together", "[runtime][topology]") {
     test_support::temp_dir dir;
     const auto factory = [](strata::runtime::task_context&) {
