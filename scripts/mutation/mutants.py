@@ -326,6 +326,18 @@ MUTANTS = [
              "if (d.member_id_of(name) != nullptr) continue;")],
            tests=r"^runtime_unit_coordination_test$"),
 
+    # --- the runtime: topologies
+    mutant("purge-past-committed", ["class repartition_purger {", "std::vector<kafka::record_cut> purge("],
+           "a topology deletes a repartition record its reading sub-topology has not committed: a task that "
+           "restarts from the committed offset finds the record gone",
+           [("cuts.push_back({e.topic, e.partition, e.offset});", "cuts.push_back({e.topic, e.partition, e.offset + 1});")],
+           tests=r"^runtime_topology_test$", kafka=True),
+    mutant("repartition-time-lost", ["class processor_context {", "void repartition(std::string_view name, const K& key, const V& value) {"],
+           "a re-keyed record reaches the next sub-topology with the time it was sent instead of its own: "
+           "stream time and windows downstream follow the processing, not the data",
+           [("timestamp_ > 0 ? timestamp_ : no_timestamp);", "no_timestamp);")],
+           tests=r"^runtime_topology_test$", kafka=True),
+
     # --- the runtime: assignment and tasks
     mutant("dead-instance-keeps-tasks", ["std::vector<task_placement> assign_tasks(const assignor_input& in) {"],
            "the leader leaves a task with the instance that ran it even when that instance is no longer a member: "
