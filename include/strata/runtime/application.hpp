@@ -32,6 +32,7 @@
 #include <strata/runtime/detail/instance.hpp>
 #include <strata/runtime/detail/output.hpp>
 #include <strata/runtime/error.hpp>
+#include <strata/runtime/global_store.hpp>
 #include <strata/runtime/metadata.hpp>
 #include <strata/runtime/processor_context.hpp>
 #include <strata/runtime/queries.hpp>
@@ -269,6 +270,36 @@ public:
     /// on the caller's and the others on threads of their own; when one
     /// fails, the others stop as after `stop()`, and run() throws the first failure.
     void run() {
+        // Global stores first: read whole before any task processes a record.
+        if (!globals_.empty()) {
+            const application_options& o = options();
+            if (!globals_.start(o.bootstrap_servers, o.client_settings, [this] { stop(); })) {
+                globals_.stop();  // stop() came during the bootstrap
+                return;
+            }
+            try {
+                run_instances();
+            } catch (...) {
+                try {
+                    globals_.stop();
+                } catch (...) {  // the instances' failure is the one to tell
+                }
+                throw;
+            }
+            globals_.stop();  // throws what stopped a follower (it stopped the instances)
+            return;
+        }
+        run_instances();
+    }
+    /// @brief Has `run()` read `g` whole before processing and keep it
+    /// current while it runs (see global_store.hpp). Add before run().
+    template <class G>
+    void add_global_store(std::shared_ptr<G> g) {
+        globals_.add(std::move(g));
+    }
+
+private:
+    void run_instances() {
         if (instances_.size() == 1) {
             instances_.front()->run();
             return;
@@ -290,9 +321,11 @@ public:
         for (const std::exception_ptr& f : failures)
             if (f) std::rethrow_exception(f);
     }
+public:
     /// @brief Asks `run()` to commit, leave the group and return; safe from
     /// any thread and from a signal handler.
     void stop() noexcept {
+        globals_.request_stop();
         for (const auto& in : instances_) in->stop();
     }
 
@@ -399,6 +432,7 @@ private:
     std::unique_ptr<metrics::registry> owned_registry_;
     metrics::registry* registry_;
     std::vector<std::unique_ptr<detail::instance>> instances_;  // one per processing thread
+    detail::global_stores globals_;
 };
 
 /// @brief `application<K, V, ...>` with the factory's and the processor's

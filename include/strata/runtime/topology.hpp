@@ -59,6 +59,7 @@
 #include <strata/runtime/detail/instance.hpp>
 #include <strata/runtime/detail/repartition_purger.hpp>
 #include <strata/runtime/error.hpp>
+#include <strata/runtime/global_store.hpp>
 #include <strata/runtime/repartition_topic.hpp>
 
 #include <algorithm>
@@ -173,6 +174,33 @@ public:
     /// throws the first failure.
     void run() {
         ensure_repartition_topics();
+        // Global stores first: read whole before any sub-topology processes a record.
+        if (!globals_.start(options_.bootstrap_servers, options_.client_settings, [this] { stop(); })) {
+            globals_.stop();  // stop() came during the bootstrap
+            return;
+        }
+        try {
+            run_sub_topologies();
+        } catch (...) {
+            try {
+                globals_.stop();
+            } catch (...) {  // the sub-topologies' failure is the one to tell
+            }
+            throw;
+        }
+        globals_.stop();  // throws what stopped a follower (it stopped the sub-topologies)
+    }
+
+    /// @brief Has `run()` read `g` whole before processing and keep it
+    /// current while it runs (see global_store.hpp); every sub-topology's
+    /// processors may read it. Add before run().
+    template <class G>
+    void add_global_store(std::shared_ptr<G> g) {
+        globals_.add(std::move(g));
+    }
+
+private:
+    void run_sub_topologies() {
         std::vector<std::exception_ptr> failures(sizeof...(Specs) + 1);
         std::vector<std::function<void()>> parts;
         std::apply([&](auto&... s) { (parts.emplace_back([&s] { s->run(); }), ...); }, subs_);
@@ -202,9 +230,11 @@ public:
             if (f) std::rethrow_exception(f);
     }
 
+public:
     /// @brief Asks `run()` to stop every sub-topology; safe from any thread
     /// and from a signal handler.
     void stop() noexcept {
+        globals_.request_stop();
         purge_stop_.store(true, std::memory_order_relaxed);
         std::apply([](auto&... s) { (s->stop(), ...); }, subs_);
     }
@@ -329,6 +359,7 @@ private:
     std::vector<purge_plan> purge_plans_;
     std::vector<std::size_t> purge_plans_index_;  // per sub-topology: its plan, or npos
     std::tuple<std::unique_ptr<detail::application_of<Specs>>...> subs_;
+    detail::global_stores globals_;
     std::atomic<bool> purge_stop_{false};
     std::atomic<std::uint64_t> purges_{0};
 };
