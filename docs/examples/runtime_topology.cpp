@@ -1,7 +1,8 @@
 // docs/runtime.md's topology example: page views arrive keyed by user; one
 // sub-topology counts each user's views and re-keys every view by page
 // through a repartition topic; the other counts each page's views, with
-// its store keyed by page. Both answer queries.
+// its store keyed by page, for the pages a global store of page titles
+// lists (read whole on every instance). Both answer queries.
 //
 //   runtime_topology --bootstrap 127.0.0.1:9092 --quick     a self-check on fresh topics (a test)
 
@@ -9,6 +10,7 @@
 #include <strata/kafka/admin.hpp>
 #include <strata/kafka/murmur2.hpp>
 #include <strata/kafka/producer.hpp>
+#include <strata/runtime/global_store.hpp>
 #include <strata/runtime/topology.hpp>
 #include <strata/stores/hash_map_store.hpp>
 
@@ -29,11 +31,21 @@ struct settings {
     std::string bootstrap = "127.0.0.1:9092";
     std::string app = "views-example";
     std::string views = "page-views";  // key: user, value: page
+    std::string titles = "page-titles";  // key: page, value: its title (compacted)
     std::filesystem::path state = std::filesystem::temp_directory_path() / "strata-views";
 };
 
+// [make-global]
+/// Every page's title, on every instance, whatever partitions it runs.
+auto make_titles(const settings& s) {
+    return strata::runtime::make_global_store<std::string, std::string>(
+        {.topic = s.titles}, strata::hash_map_store<std::string, std::string>("titles"));
+}
+using titles_store = decltype(make_titles(std::declval<const settings&>()));
+// [make-global]
+
 // [make-topology]
-auto make_views(const settings& s) {
+auto make_views(const settings& s, titles_store titles) {
     strata::runtime::application_options o;
     o.application_id = s.app;  // groups views-example-by-user and views-example-by-page
     o.bootstrap_servers = s.bootstrap;
@@ -61,7 +73,8 @@ auto make_views(const settings& s) {
             [](strata::runtime::task_context& t) {
                 return strata::hash_map_store<std::string, std::int64_t>("views-per-page") | t.logged();
             },
-            [](auto& ctx, const strata::runtime::record<std::string, std::string>& view) {
+            [titles](auto& ctx, const strata::runtime::record<std::string, std::string>& view) {
+                if (!titles->get(view.key)) return;  // a page the site does not list: not counted
                 auto& per_page = ctx.stores();
                 per_page.put(view.key, per_page.get(view.key).value_or(0) + 1);
             }));
@@ -71,6 +84,9 @@ auto make_views(const settings& s) {
 std::string user(long i) { return "user-" + std::to_string(i % 31); }
 std::string page(long i) { return "/page/" + std::to_string(i * 7 % 11); }
 
+/// Pages 0..9 have titles; page 10 is not listed.
+bool listed(const std::string& page) { return page != "/page/10"; }
+
 void feed(const settings& s, long n) {
     strata::kafka::topic_options o;
     o.bootstrap_servers = s.bootstrap;
@@ -78,8 +94,18 @@ void feed(const settings& s, long n) {
     o.topic_configs = {{"cleanup.policy", "delete"}};
     o.require_compaction = false;
     (void)strata::kafka::ensure_topic(s.views, o);
+    o.partitions = 2;
+    o.topic_configs = {};  // compacted: the current title of each page
+    o.require_compaction = true;
+    (void)strata::kafka::ensure_topic(s.titles, o);
     strata::kafka::producer p({s.bootstrap, std::nullopt, {}});
     auto& tracker = p.new_tracker();
+    const strata::kafka::unique_topic titles(rd_kafka_topic_new(p.get(), s.titles.c_str(), nullptr));
+    for (int i = 0; i < 10; ++i) {
+        const std::string key = "/page/" + std::to_string(i), value = "Page " + std::to_string(i);
+        p.produce(titles.get(), strata::kafka::default_partition(strata::as_bytes(key), 2), strata::as_bytes(key),
+                  strata::as_bytes(value), tracker);
+    }
     const strata::kafka::unique_topic t(rd_kafka_topic_new(p.get(), s.views.c_str(), nullptr));
     for (long i = 0; i < n; ++i) {
         const std::string key = user(i), value = page(i);
@@ -95,15 +121,20 @@ int quick_check(settings s) {
                                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
     s.app += "-" + suffix;
     s.views += "-" + suffix;
+    s.titles += "-" + suffix;
     s.state /= suffix;
     constexpr long n = 3000;
     feed(s, n);
     std::map<std::string, std::int64_t> per_user, per_page;
     for (long i = 0; i < n; ++i) {
         ++per_user[user(i)];
-        ++per_page[page(i)];
+        if (listed(page(i))) ++per_page[page(i)];
     }
-    auto views = make_views(s);
+    // [run]
+    const auto titles = make_titles(s);
+    auto views = make_views(s, titles);
+    views.add_global_store(titles);  // run() reads every title before any view is processed
+    // [run]
     std::thread runner([&views] { views.run(); });
     // [query]
     // A page's count, from the sub-topology keyed by page (index 1).
@@ -124,16 +155,19 @@ int quick_check(settings s) {
             right += r.ok() && *r == count ? 1 : 0;
         }
     }
+    const auto unlisted = views.sub<1>().get(std::string("/page/10"));
+    const bool unlisted_uncounted = unlisted.ok() && !*unlisted;
     views.stop();
     runner.join();
     std::error_code ec;
     std::filesystem::remove_all(s.state, ec);
-    if (right != static_cast<long>(per_page.size() + per_user.size())) {
-        std::printf("TOPOLOGY EXAMPLE FAILED: %ld of %zu counts right\n", right, per_page.size() + per_user.size());
+    if (right != static_cast<long>(per_page.size() + per_user.size()) || !unlisted_uncounted) {
+        std::printf("TOPOLOGY EXAMPLE FAILED: %ld of %zu counts right, the unlisted page %s\n", right,
+                    per_page.size() + per_user.size(), unlisted_uncounted ? "not counted" : "counted or not answered");
         return 1;
     }
-    std::printf("TOPOLOGY EXAMPLE PASSED: %ld views, %zu users and %zu pages counted right\n", n, per_user.size(),
-                per_page.size());
+    std::printf("TOPOLOGY EXAMPLE PASSED: %ld views, %zu users and %zu listed pages counted right\n", n,
+                per_user.size(), per_page.size());
     return 0;
 }
 
