@@ -278,13 +278,6 @@ private:
         // after its restore with librdkafka's default.
         k.set("fetch.wait.max.ms", "10");
         k.set("fetch.error.backoff.ms", "10");
-        // A deep local queue, as a changelog replay has (changelog_reader.hpp):
-        // at librdkafka's 100,000 a partition's fetcher stopped whenever
-        // processing fell behind it and came back only a second later; one
-        // instance counting 1M records over 4 partitions ran 3.2 times
-        // faster without those pauses (docs/benchmarks-runtime.md,
-        // "Topologies"). Memory stays bounded by queued.max.messages.kbytes.
-        k.set("queued.min.messages", "1000000");
         k.set(c.consumer_settings);
         k.set("enable.auto.commit", "false");
         k.set("enable.auto.offset.store", "false");
