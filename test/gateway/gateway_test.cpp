@@ -12,6 +12,7 @@
 #include <strata/decorators/all.hpp>
 #include <strata/gateway/gateway.hpp>
 #include <strata/runtime/application.hpp>
+#include <strata/runtime/global_store.hpp>
 #include <strata/stores/ordered_map_store.hpp>
 
 #include <strata/http/client.hpp>
@@ -338,6 +339,74 @@ void require_error_body(const raw_reply& r, int code, const std::string& status)
 }
 
 }  // namespace
+
+TEST_CASE("gateway: a global store is answered by whichever instance is asked, by key and page by page",
+          "[kafka][gateway][global]") {
+    test_support::temp_dir dir;
+    const std::string app_id = kafka_test::unique_name("gw-global");
+    const std::string input = kafka_test::make_topic("gw-global-in", 2, {{"cleanup.policy", "delete"}});
+    const std::string table = kafka_test::make_topic("gw-global-table", 3);  // compacted reference data
+    {
+        input_writer t(table, 3);
+        for (std::int64_t i = 0; i < 300; ++i) t.write(i, 100);  // 100 keys, the last amount of each wins
+        t.flush();
+    }
+    std::map<std::string, std::int64_t> expected;
+    for (std::int64_t i = 0; i < 300; ++i) expected[key_of(i, 100)] = amount_of(i);
+    two_instances both(app_id, input, dir);
+    const auto global = [&] {
+        return rt::make_global_store<std::string, std::int64_t>(
+            {.topic = table}, strata::ordered_map_store<std::string, std::int64_t>("table"));
+    };
+    auto ga = global(), gb = global();
+    both.a.add_global_store(ga);
+    both.b.add_global_store(gb);
+    both.gate_a.serve_global("table", ga);
+    both.gate_b.serve_global("table", gb);
+
+    // Before the bootstrap: 503, restoring.
+    const reply early = get(both.server_a.port(), "/strata/stores/table/keys/k1");
+    CHECK(early.code == 503);
+    CHECK(early.body["status"] == "restoring");
+
+    running run_a(both.a);
+    running run_b(both.b);
+    REQUIRE(await_metadata(both.a, 2, 60s));
+    REQUIRE(await_metadata(both.b, 2, 60s));
+    for (const auto& [port, instance] : {std::pair{both.server_a.port(), "a"}, std::pair{both.server_b.port(), "b"}}) {
+        for (const auto& [key, v] : expected) {
+            const reply r = get(port, "/strata/stores/table/keys/" + key);
+            REQUIRE(r.code == 200);
+            CHECK(r.body["value"] == v);
+            CHECK(r.body["global"] == true);
+            CHECK(r.body["instance"] == instance);  // answered where asked: every instance holds it all
+        }
+        CHECK(get(port, "/strata/stores/table/keys/no-such-key").code == 404);
+        // Every key once, page by page, in key order.
+        std::vector<std::string> seen;
+        std::string cursor;
+        for (;;) {
+            const reply page = get(port, "/strata/stores/table/all?limit=9" + (cursor.empty() ? "" : "&cursor=" + cursor));
+            REQUIRE(page.code == 200);
+            for (const json& e : page.body["items"]) {
+                seen.push_back(e["key"]);
+                CHECK(e["value"] == expected.at(e["key"]));
+            }
+            if (page.body["next"].is_null()) break;
+            cursor = page.body["next"].get<std::string>();
+        }
+        std::vector<std::string> keys;
+        for (const auto& [key, v] : expected) keys.push_back(key);
+        CHECK(seen == keys);
+        // A range, the store being ordered.
+        const reply range = get(port, "/strata/stores/table/range?from=k10&to=k19&limit=100");
+        REQUIRE(range.code == 200);
+        CHECK(range.body["items"].size() == 10);
+    }
+    CHECK(both.a.metrics().counter_for("strata_gateway_forwarded_total", "").value() == 0);
+    run_b.stop();
+    run_a.stop();
+}
 
 TEST_CASE("gateway: a record whose key JSON cannot carry is skipped and counted while scans and key reads still answer",
           "[kafka][gateway]") {

@@ -28,7 +28,7 @@
 ///
 /// | route                                       | answers |
 /// |---------------------------------------------|---------|
-/// | GET /stores/{store}/keys/{key}              | {"key", "value", "partition", "instance", "position"}; 404 if absent |
+/// | GET /stores/{store}/keys/{key}              | {"key", "value", "partition", "instance", "position"}; 404 if absent (a global store's: "global": true, partition 0, answered where asked) |
 /// | GET /stores/{store}/all?limit=&cursor=      | {"items": [{"key", "value"}], "next": cursor or null}, every partition |
 /// | GET /stores/{store}/range?from=&to=&limit=&cursor= | the same, from <= key <= to (ordered stores) |
 /// | GET /stores/{store}/queries/{name}?...      | {"results": [{"partition", "result"}]}: every partition, or the one of ?key= |
@@ -110,6 +110,17 @@ public:
     template <std::size_t I = 0>
     gateway& serve_kv(std::string name) {
         kv_.insert_or_assign(std::move(name), std::make_unique<detail::kv_port_of<App, I>>(*app_, *unrenderable_));
+        return *this;
+    }
+
+    /// @brief Serves a global store (strata/runtime/global_store.hpp) under
+    /// `name`, as a key-value store: key reads and scans answered on
+    /// whichever instance is asked, each holding the whole store ("global":
+    /// true in a key's answer; 503 "restoring" before its bootstrap ended).
+    template <class Global>
+    gateway& serve_global(std::string name, std::shared_ptr<Global> g) {
+        kv_.insert_or_assign(std::move(name), std::make_unique<detail::global_port_of<Global>>(
+                                                  std::shared_ptr<const Global>(std::move(g)), *unrenderable_));
         return *this;
     }
 

@@ -141,6 +141,7 @@ private:
 template <class K, class V, kv_store Store>
 class global_store final : public detail::global_store_base {
 public:
+    using store_type = Store;
     using key_type = typename Store::key_type;
     using mapped_type = typename Store::mapped_type;
     static_assert(std::is_same_v<key_type, K> && std::is_same_v<mapped_type, V>,

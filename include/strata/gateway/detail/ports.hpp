@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,56 @@ public:
     [[nodiscard]] virtual local_answer run(std::int32_t p, const query_args& a, const runtime::read_options& o) const = 0;
 };
 
+/// Up to `limit` entries after `after` within [from, to], in key order,
+/// and whether more follow (under the store's lock). An entry whose key
+/// or value JSON cannot carry is left out and counted: one such record
+/// must not fail every page that reaches it, on every instance.
+template <class Store, class K = typename Store::key_type, class V = typename Store::mapped_type>
+json page_of(const Store& s, const std::optional<K>& from, const std::optional<K>& to, const std::optional<K>& after,
+             std::size_t limit, metrics::counter& unrenderable) {
+    const auto wanted = [&](const K& k) {
+        return (!from || !(k < *from)) && (!to || !(*to < k)) && (!after || *after < k);
+    };
+    json items = json::array();
+    bool more = false;
+    std::uint64_t skipped = 0;
+    // Adds one entry, unless it cannot be rendered; false once the page is full.
+    const auto add = [&](const K& k, const V& v) {
+        json entry{{"key", json(k)}, {"value", json(v)}};
+        if (!renderable(entry)) {
+            ++skipped;
+            return true;
+        }
+        if (items.size() == limit) {
+            more = true;
+            return false;
+        }
+        items.push_back(std::move(entry));
+        return true;
+    };
+    if constexpr (ordered_kv_store<Store>) {
+        const auto take = [&](auto&& entries) {
+            for (const auto& [k, v] : entries) {
+                if (to && *to < k) break;
+                if (!wanted(k)) continue;
+                if (!add(k, v)) break;
+            }
+        };
+        const std::optional<K>& start = after ? after : from;
+        if (start && to) take(s.range(*start, *to));
+        else take(s.all());
+    } else {
+        std::vector<std::pair<K, V>> got;
+        for (const auto& [k, v] : s.all())
+            if (wanted(k)) got.emplace_back(k, v);
+        std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+        for (const auto& [k, v] : got)
+            if (!add(k, v)) break;
+    }
+    if (skipped > 0) unrenderable.inc(skipped);
+    return json{{"items", std::move(items)}, {"more", more}};
+}
+
 template <class App, std::size_t I>
 class kv_port_of final : public kv_port {
     using store = typename App::template store_type<I>;
@@ -111,7 +162,7 @@ public:
         if (b.to) to = key_text<K>::parse(*b.to);
         if (b.after) after = key_text<K>::template from_json_checked<K>(*b.after, "cursor's key");
         auto r = app_->template query<I>(
-            p, [&](const auto& s) { return page(s, from, to, after, limit, *unrenderable_); }, o);
+            p, [&](const auto& s) { return page_of(s, from, to, after, limit, *unrenderable_); }, o);
         local_answer a;
         a.outcome = r;
         if (r.ok()) a.body = std::move(*r.value);
@@ -121,56 +172,76 @@ public:
     bool ordered() const override { return ordered_kv_store<store>; }
 
 private:
-    /// Up to `limit` entries after `after` within [from, to], in key order,
-    /// and whether more follow (under the task's lock). An entry whose key
-    /// or value JSON cannot carry is left out and counted: one such record
-    /// must not fail every page that reaches it, on every instance.
-    static json page(const store& s, const std::optional<K>& from, const std::optional<K>& to,
-                     const std::optional<K>& after, std::size_t limit, metrics::counter& unrenderable) {
-        const auto wanted = [&](const K& k) {
-            return (!from || !(k < *from)) && (!to || !(*to < k)) && (!after || *after < k);
-        };
-        json items = json::array();
-        bool more = false;
-        std::uint64_t skipped = 0;
-        // Adds one entry, unless it cannot be rendered; false once the page is full.
-        const auto add = [&](const K& k, const V& v) {
-            json entry{{"key", json(k)}, {"value", json(v)}};
-            if (!renderable(entry)) {
-                ++skipped;
-                return true;
-            }
-            if (items.size() == limit) {
-                more = true;
-                return false;
-            }
-            items.push_back(std::move(entry));
-            return true;
-        };
-        if constexpr (ordered_kv_store<store>) {
-            const auto take = [&](auto&& entries) {
-                for (const auto& [k, v] : entries) {
-                    if (to && *to < k) break;
-                    if (!wanted(k)) continue;
-                    if (!add(k, v)) break;
-                }
-            };
-            const std::optional<K>& start = after ? after : from;
-            if (start && to) take(s.range(*start, *to));
-            else take(s.all());
-        } else {
-            std::vector<std::pair<K, V>> got;
-            for (const auto& [k, v] : s.all())
-                if (wanted(k)) got.emplace_back(k, v);
-            std::sort(got.begin(), got.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-            for (const auto& [k, v] : got)
-                if (!add(k, v)) break;
+    const App* app_;
+    metrics::counter* unrenderable_;
+};
+
+/// A global store (strata/runtime/global_store.hpp), served like a kv
+/// store of one partition: every instance holds all of it, so every read
+/// is answered here. A scan finds everything in partition 0; the others
+/// are empty.
+template <class Global>
+class global_port_of final : public kv_port {
+    using store = typename Global::store_type;
+    using K = typename Global::key_type;
+    using V = typename Global::mapped_type;
+    static_assert(json_convertible<K> && json_convertible<V>,
+                  "strata::gateway: the global store's key and value types need a JSON form: give them "
+                  "to_json/from_json functions (found by ADL), or specialize nlohmann::adl_serializer");
+    static_assert(requires(const K& a, const K& b) { a < b; },
+                  "strata::gateway: scans page through keys in their < order: the key type needs operator<");
+
+public:
+    global_port_of(std::shared_ptr<const Global> g, metrics::counter& unrenderable)
+        : g_(std::move(g)), unrenderable_(&unrenderable) {}
+
+    local_answer get(std::string_view key, const runtime::read_options&) const override {
+        const K k = key_text<K>::parse(key);
+        local_answer a;
+        if (!g_->bootstrapped()) {
+            a.outcome.status = runtime::query_status::restoring;  // not read whole yet
+            return a;
         }
-        if (skipped > 0) unrenderable.inc(skipped);
-        return json{{"items", std::move(items)}, {"more", more}};
+        const std::optional<V> v = g_->get(k);
+        a.outcome.status = runtime::query_status::ok;
+        a.outcome.partition = 0;
+        json key_json(k);
+        json value = v ? json(*v) : json(nullptr);
+        if (!renderable(key_json) || !renderable(value)) {
+            unrenderable_->inc();
+            a.unrenderable = true;
+            return a;
+        }
+        a.body = json{{"key", std::move(key_json)}, {"partition", 0}, {"position", -1}, {"global", true}};
+        a.body["value"] = std::move(value);
+        return a;
     }
 
-    const App* app_;
+    local_answer scan(std::int32_t p, const scan_bounds& b, std::size_t limit,
+                      const runtime::read_options&) const override {
+        local_answer a;
+        if (!g_->bootstrapped()) {
+            a.outcome.status = runtime::query_status::restoring;
+            return a;
+        }
+        a.outcome.status = runtime::query_status::ok;
+        a.outcome.partition = p;
+        if (p != 0) {
+            a.body = json{{"items", json::array()}, {"more", false}};
+            return a;
+        }
+        std::optional<K> from, to, after;
+        if (b.from) from = key_text<K>::parse(*b.from);
+        if (b.to) to = key_text<K>::parse(*b.to);
+        if (b.after) after = key_text<K>::template from_json_checked<K>(*b.after, "cursor's key");
+        a.body = g_->query([&](const store& s) { return page_of(s, from, to, after, limit, *unrenderable_); });
+        return a;
+    }
+
+    bool ordered() const override { return ordered_kv_store<store>; }
+
+private:
+    std::shared_ptr<const Global> g_;
     metrics::counter* unrenderable_;
 };
 
