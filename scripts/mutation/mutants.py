@@ -338,6 +338,13 @@ MUTANTS = [
            [("timestamp_ > 0 ? timestamp_ : no_timestamp);", "no_timestamp);")],
            tests=r"^runtime_topology_test$", kafka=True),
 
+    mutant("window-changelog-compacted-only", ["kafka::settings changelog_configs_of(const S& s) {"],
+           "a window or session store logged in a task gets a compacted changelog that never deletes by time: "
+           "expired windows pile up in the topic, and every restore reads them all",
+           [("return kafka::windowed_changelog_configs(std::chrono::milliseconds(store.retention_ms()));",
+             "return {};")],
+           tests=r"^runtime_store_kinds_test$", kafka=True),
+
     # --- the runtime: assignment and tasks
     mutant("dead-instance-keeps-tasks", ["std::vector<task_placement> assign_tasks(const assignor_input& in) {"],
            "the leader leaves a task with the instance that ran it even when that instance is no longer a member: "

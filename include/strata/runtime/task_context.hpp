@@ -12,13 +12,17 @@
 ///     }
 
 #include <strata/decorators/closure.hpp>
+#include <strata/decorators/layer.hpp>
 #include <strata/decorators/logged.hpp>
 #include <strata/decorators/metered.hpp>
+#include <strata/kafka/admin.hpp>
 #include <strata/kafka/changelog.hpp>
 #include <strata/kafka/producer.hpp>
 #include <strata/metrics/registry.hpp>
 #include <strata/runtime/application_options.hpp>
 
+#include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -35,8 +39,9 @@ struct task_environment {
     std::shared_ptr<kafka::producer> producer;  ///< the instance's producer (transactional under exactly-once)
     metrics::registry* registry = nullptr;
     /// Makes sure the changelog topic of a store exists (one partition per
-    /// input partition, compacted) and returns its name.
-    std::function<std::string(std::string_view store)> ensure_changelog;
+    /// input partition; compacted, or with the configs given, which add to
+    /// application_options::changelog_topic_configs) and returns its name.
+    std::function<std::string(std::string_view store, const kafka::settings& configs)> ensure_changelog;
     /// The readers every changelog of the instance reads through, one for
     /// restores and offset lookups, one for standbys following their
     /// changelogs (each with a consumer of its own for lookups): the same
@@ -51,13 +56,32 @@ struct task_environment {
 template <class CodecArg>
 class task_logged_closure;
 
+namespace detail {
+/// The changelog topic configs a store's kind needs, as Kafka Streams
+/// sets them: a window or session store's changelog is compacted and
+/// deleted by time (its retention plus a day), a versioned store's keeps
+/// records from compaction for its history plus a day; any other store's
+/// is the application's (compacted).
+template <class S>
+[[nodiscard]] kafka::settings changelog_configs_of(const S& s) {
+    const auto& store = innermost(s);
+    if constexpr (requires { { store.history_retention_ms() } -> std::convertible_to<std::int64_t>; })
+        return kafka::versioned_changelog_configs(std::chrono::milliseconds(store.history_retention_ms()));
+    else if constexpr (requires { { store.retention_ms() } -> std::convertible_to<std::int64_t>; })
+        return kafka::windowed_changelog_configs(std::chrono::milliseconds(store.retention_ms()));
+    else
+        return {};
+}
+}  // namespace detail
+
 /// @brief The factory's view of the task it builds stores for.
 class task_context {
 public:
+    /// @param id the task's id (task::id(): within a topology, with the sub-topology's name)
     task_context(const task_environment& env, std::int32_t partition, std::filesystem::path directory,
-                 std::filesystem::path checkpoint)
-        : env_(&env), partition_(partition), id_(std::to_string(partition)), dir_(std::move(directory)),
-          checkpoint_(std::move(checkpoint)) {}
+                 std::filesystem::path checkpoint, std::string id = {})
+        : env_(&env), partition_(partition), id_(id.empty() ? std::to_string(partition) : std::move(id)),
+          dir_(std::move(directory)), checkpoint_(std::move(checkpoint)) {}
 
     /// @brief The partition number of the input this task owns.
     [[nodiscard]] std::int32_t partition() const noexcept { return partition_; }
@@ -69,13 +93,14 @@ public:
     [[nodiscard]] const application_options& options() const noexcept { return *env_->options; }
 
     /// @brief The changelog of store `store` for this task: its partition of
-    /// `<application id>-<store>-changelog` (created when missing), written
-    /// by the instance's producer, read committed.
-    [[nodiscard]] kafka::changelog changelog(std::string_view store) const {
+    /// `<application id>-<store>-changelog` (created when missing, with
+    /// `configs` on top of the application's changelog_topic_configs),
+    /// written by the instance's producer, read committed.
+    [[nodiscard]] kafka::changelog changelog(std::string_view store, const kafka::settings& configs = {}) const {
         const application_options& c = *env_->options;
         kafka::changelog_options o;
         o.bootstrap_servers = c.bootstrap_servers;
-        o.topic = env_->ensure_changelog(store);
+        o.topic = env_->ensure_changelog(store, configs);
         o.partition = partition_;
         o.consumer_settings = c.consumer_settings;
         o.connect_timeout = c.broker_timeout;
@@ -133,7 +158,7 @@ public:
 
     template <class S>
     auto wrap(S&& s) const {
-        kafka::changelog log = t_->changelog(s.name());
+        kafka::changelog log = t_->changelog(s.name(), detail::changelog_configs_of(s));
         logged_options opts = t_->log_options(is_persistent(s));
         if constexpr (std::is_same_v<CodecArg, strata::detail::use_default_codec>)
             return std::forward<S>(s) | strata::logged(std::move(log), std::move(opts));

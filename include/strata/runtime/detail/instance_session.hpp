@@ -56,7 +56,9 @@ struct instance_session {
           heartbeats(c, coordination),
           producer(c, [this] { return committer.may_write(); }),  // asked only once everything is built
           out(producer.get()),
-          env{&c, producer.get(), &reg, [&topics](std::string_view store) { return topics.ensure_changelog(store); },
+          env{&c, producer.get(), &reg, [&topics](std::string_view store, const kafka::settings& configs) {
+                  return topics.ensure_changelog(store, configs);
+              },
               shared_changelog_reader(c, false), shared_changelog_reader(c, true), partitions},
           consumer(c, coordination, coord.leader()),
           commit_port(consumer, out, producer, commit_answer_wait(c), 15 * c.session_timeout),

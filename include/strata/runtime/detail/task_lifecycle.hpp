@@ -46,7 +46,7 @@ public:
         const std::int32_t p = t.partition();
         t.checkpoint_path = s_->dir.checkpoint(p);
         if (!std::filesystem::exists(t.checkpoint_path)) s_->dir.wipe_task(p);
-        task_context ctx(s_->env, p, s_->dir.task_dir(p), t.checkpoint_path);
+        task_context ctx(s_->env, p, s_->dir.task_dir(p), t.checkpoint_path, t.id());
         t.build(ctx);
     }
 

@@ -44,12 +44,16 @@ public:
         return count;
     }
 
-    /// @brief The changelog of `store`, created once per run (any thread).
-    std::string ensure_changelog(std::string_view store) {
+    /// @brief The changelog of `store`, created once per run (any thread),
+    /// with the store kind's `configs` over the application's (a window
+    /// store's retention, say; see task_context.hpp).
+    std::string ensure_changelog(std::string_view store, const kafka::settings& configs = {}) {
         const std::lock_guard lock(mutex_);
         std::string topic = kafka::changelog_topic_name(c_->application_id, store);
         if (!ensured_.contains(topic)) {
-            ensure(topic, options(partitions_));
+            kafka::topic_options o = options(partitions_);
+            for (const auto& [name, value] : configs) o.topic_configs.insert_or_assign(name, value);
+            ensure(topic, o);
             ensured_.insert(topic);
         }
         return topic;
