@@ -115,6 +115,47 @@ std::vector<std::int64_t> log_starts(const std::string& topic, std::int32_t part
     return out;
 }
 
+/// Waits until every partition of the repartition topic starts where the
+/// reading group committed (all it committed purged), and checks that it
+/// never starts past it.
+void require_purged_to_committed(const std::string& group, const std::string& repartition, std::int32_t partitions) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    std::vector<std::int64_t> starts, done;
+    do {
+        std::this_thread::sleep_for(200ms);
+        starts = log_starts(repartition, partitions);
+        done = committed(group, repartition, partitions);
+        for (std::size_t p = 0; p < starts.size(); ++p) REQUIRE(starts[p] <= done[p]);
+    } while (starts != done && std::chrono::steady_clock::now() < deadline);
+    CHECK(starts == done);
+}
+
+/// How many inputs vote for each object.
+std::map<std::string, std::int64_t> votes_per_object(const partitioned_input& written) {
+    std::map<std::string, std::int64_t> out;
+    for (const auto& part : written)
+        for (const input& each : part) ++out[object_of(each.amount)];
+    return out;
+}
+
+/// Exactly once across the hop: each object's counts in `output` are 1, 2, ..., n.
+void require_counts_once_each(const std::string& output, std::int32_t partitions, const partitioned_input& written) {
+    std::map<std::string, std::vector<std::int64_t>> counts;
+    for (std::int32_t p = 0; p < partitions; ++p)
+        for (const auto& [key, value] : read_partition(output, p)) {
+            REQUIRE(partition_of(key, partitions) == p);
+            counts[key].push_back(strata::decode<std::int64_t>(value));
+        }
+    const std::map<std::string, std::int64_t> expected = votes_per_object(written);
+    REQUIRE(counts.size() == expected.size());
+    for (const auto& [object, seq] : counts) {
+        INFO(object);
+        std::vector<std::int64_t> whole(static_cast<std::size_t>(expected.at(object)));
+        for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<std::int64_t>(i) + 1;
+        CHECK(seq == whole);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("runtime: a topology re-keys through a repartition topic, exactly once across the hop, and purges what "
@@ -163,24 +204,14 @@ TEST_CASE("runtime: a topology re-keys through a repartition topic, exactly once
 
         // Purged: each partition's log start reaches the reading group's
         // committed offset, and never passes it.
-        const auto deadline = std::chrono::steady_clock::now() + 30s;
-        std::vector<std::int64_t> starts, done;
-        do {
-            std::this_thread::sleep_for(200ms);
-            starts = log_starts(repartition, partitions);
-            done = committed(app + "-counts", repartition, partitions);
-        } while (starts != done && std::chrono::steady_clock::now() < deadline);
-        CHECK(starts == done);
-        // (a partition no object's key falls in has nothing to purge)
+        require_purged_to_committed(app + "-counts", repartition, partitions);
         // (offsets count transaction markers too: at least one per record)
+        const std::vector<std::int64_t> starts = log_starts(repartition, partitions);
         CHECK(std::accumulate(starts.begin(), starts.end(), std::int64_t{0}) >= next);
         CHECK(one.purges() > 0);
 
         // Queries reach the reading sub-topology's stores.
-        std::map<std::string, std::int64_t> expected;
-        for (const auto& part : in.written())
-            for (const input& each : part) ++expected[object_of(each.amount)];
-        for (const auto& [object, n] : expected) {
+        for (const auto& [object, n] : votes_per_object(in.written())) {
             INFO(object);
             const auto r = one.sub<1>().get(object);
             REQUIRE(r.status == strata::runtime::query_status::ok);
@@ -196,22 +227,7 @@ TEST_CASE("runtime: a topology re-keys through a repartition topic, exactly once
     }
 
     // Exactly once across the hop: each object's counts are 1, 2, ..., n.
-    std::map<std::string, std::vector<std::int64_t>> counts;
-    for (std::int32_t p = 0; p < partitions; ++p)
-        for (const auto& [key, value] : read_partition(output, p)) {
-            REQUIRE(partition_of(key, partitions) == p);
-            counts[key].push_back(strata::decode<std::int64_t>(value));
-        }
-    std::map<std::string, std::int64_t> expected;
-    for (const auto& part : in.written())
-        for (const input& each : part) ++expected[object_of(each.amount)];
-    REQUIRE(counts.size() == expected.size());
-    for (const auto& [object, seq] : counts) {
-        INFO(object);
-        std::vector<std::int64_t> whole(static_cast<std::size_t>(expected[object]));
-        for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<std::int64_t>(i) + 1;
-        CHECK(seq == whole);
-    }
+    require_counts_once_each(output, partitions, in.written());
 
     // Each record kept its input's time across the hop (a record processed
     // twice, as a task moved, is seen twice on both sides alike: the same sets).
@@ -278,14 +294,7 @@ TEST_CASE("runtime: a topology over three processes, one killed and restarted mi
     REQUIRE(all_in);
 
     // Purged up to what the counts group committed, never past it.
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    std::vector<std::int64_t> starts, done;
-    do {
-        std::this_thread::sleep_for(200ms);
-        starts = log_starts(repartition, partitions);
-        done = committed(app + "-counts", repartition, partitions);
-    } while (starts != done && std::chrono::steady_clock::now() < deadline);
-    CHECK(starts == done);
+    require_purged_to_committed(app + "-counts", repartition, partitions);
 
     for (auto& [name, p] : running) {
         p->kill(SIGTERM);
@@ -295,19 +304,7 @@ TEST_CASE("runtime: a topology over three processes, one killed and restarted mi
     }
 
     // Exactly once across the hop and the kill: each object's counts are 1, 2, ..., n.
-    std::map<std::string, std::vector<std::int64_t>> counts;
-    for (std::int32_t p = 0; p < partitions; ++p)
-        for (const auto& [key, value] : read_partition(output, p)) counts[key].push_back(strata::decode<std::int64_t>(value));
-    std::map<std::string, std::int64_t> expected;
-    for (const auto& part : in.written())
-        for (const input& each : part) ++expected[object_of(each.amount)];
-    REQUIRE(counts.size() == expected.size());
-    for (const auto& [object, seq] : counts) {
-        INFO(object);
-        std::vector<std::int64_t> whole(static_cast<std::size_t>(expected[object]));
-        for (std::size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<std::int64_t>(i) + 1;
-        CHECK(seq == whole);
-    }
+    require_counts_once_each(output, partitions, in.written());
 }
 
 TEST_CASE("runtime: a topology refuses sub-topologies that do not fit together", "[runtime][topology]") {
