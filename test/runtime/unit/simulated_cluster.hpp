@@ -86,6 +86,16 @@ private:
     std::uint64_t s_;
 };
 
+/// A fault of a process, planned ahead of a run (see plan_faults): a
+/// topology's sub-topologies are groups of their own whose members share
+/// processes, so one kill, pause or stop hits a member of every group.
+struct planned_fault {
+    ms at;
+    int instance;  ///< index into the world's instances
+    int kind;      ///< as world::fault draws it: 0 kill, 1-2 pause, 3 stop, 4 cut off from the coordination log
+    ms length;     ///< of a pause or a cut; after a kill, until the process restarts
+};
+
 struct config {
     int instances = 3;
     std::int32_t tasks = 4;
@@ -114,6 +124,9 @@ struct config {
     ms write_timeout = std::min(rtd::lease::delivery_bound(std::chrono::milliseconds(1'000)),
                                 rtd::liveness{std::chrono::milliseconds(300)}.margin())
                            .count();
+    /// Faults from a plan (the same for every group of a topology) instead
+    /// of drawn as the run goes; empty: drawn.
+    std::vector<planned_fault> plan{};
 };
 
 struct record {
@@ -239,6 +252,30 @@ struct instance {
     std::map<std::int32_t, ms> unleased_runs;   // runs started without a lease: when
     std::deque<data_write> data_outbox;
 };
+
+/// The faults of a run over `c.instances` processes, drawn from `seed`
+/// ahead of time at the rate world::step draws them (fault_percent of the
+/// steps, one every 5 to 25 ms, until fault_until), with their lengths.
+inline std::vector<planned_fault> plan_faults(std::uint64_t seed, const config& c) {
+    random rng(seed);
+    std::vector<planned_fault> plan;
+    for (int i = 0; i < c.instances; ++i)
+        for (ms t = rng.between(0, 25); t < c.fault_until; t += rng.between(5, 25)) {
+            if (!rng.chance(c.fault_percent)) continue;
+            const int kind = static_cast<int>(rng.next() % 5);
+            ms length = 0;
+            if (kind == 0) length = rng.between(0, 3 * c.session_timeout);
+            else if (kind == 1 || kind == 2)
+                length = rng.chance(50) ? rng.between(10, c.session_timeout / 2)
+                                        : rng.between(c.session_timeout, 3 * c.session_timeout);
+            else if (kind == 4)
+                length = rng.chance(50) ? rng.between(10, c.liveness_timeout)
+                                        : rng.between(c.liveness_timeout, 3 * c.session_timeout);
+            plan.push_back({t, i, kind, length});
+        }
+    std::sort(plan.begin(), plan.end(), [](const planned_fault& a, const planned_fault& b) { return a.at < b.at; });
+    return plan;
+}
 
 class world {
 public:
@@ -401,9 +438,28 @@ private:
         }
     }
 
-    void fault(instance& i) {
+    /// A fault drawn now (no plan): its kind, then its length where it is
+    /// applied (the order a seed's schedule has always drawn them in).
+    void fault(instance& i) { fault(i, static_cast<int>(rng_.next() % 5), -1); }
+
+    /// The next planned fault of `i` that is due, if any: one a step (those
+    /// planned while it was dead, paused or leaving come then, one by one,
+    /// until fault_until).
+    const planned_fault* planned_for(const instance& i) {
+        if (now_ >= c_.fault_until) return nullptr;  // quiet from then on: everything must settle
+        const int index = static_cast<int>(&i - instances_.data());
+        for (std::size_t k = 0; k < c_.plan.size(); ++k) {
+            const planned_fault& f = c_.plan[k];
+            if (f.at > now_) break;
+            if (f.instance == index && planned_done_.insert(k).second) return &f;
+        }
+        return nullptr;
+    }
+
+    /// A fault of `kind` lasting `length` (-1: drawn here).
+    void fault(instance& i, int kind, ms length) {
         ++faults_;
-        switch (rng_.next() % 5) {
+        switch (kind) {
             case 0: {  // SIGKILL: what is on the wire may still land, or not
                 note(i.name + " killed");
                 std::erase_if(i.outbox, [&](const in_flight&) { return rng_.chance(50); });
@@ -413,15 +469,16 @@ private:
                 i.active.clear();
                 i.runs.clear();
                 i.unleased_runs.clear();
-                i.rejoin_at = now_ + rng_.between(0, 3 * c_.session_timeout);
+                i.rejoin_at = now_ + (length >= 0 ? length : rng_.between(0, 3 * c_.session_timeout));
                 // Its member stays in the group until the session times out.
                 keep_outbox(i);
                 break;
             }
             case 1:
             case 2: {  // SIGSTOP, sometimes longer than the session
-                const ms d = rng_.chance(50) ? rng_.between(10, c_.session_timeout / 2)
-                                             : rng_.between(c_.session_timeout, 3 * c_.session_timeout);
+                const ms d = length >= 0 ? length
+                             : rng_.chance(50) ? rng_.between(10, c_.session_timeout / 2)
+                                               : rng_.between(c_.session_timeout, 3 * c_.session_timeout);
                 i.paused_until = now_ + d;
                 note(i.name + " paused for " + std::to_string(d));
                 // What its producer still holds goes out once it wakes up
@@ -445,8 +502,9 @@ private:
                 break;
             }
             case 4: {  // cut off from the coordination log (its partition's leader) alone
-                const ms d = rng_.chance(50) ? rng_.between(10, c_.liveness_timeout)
-                                             : rng_.between(c_.liveness_timeout, 3 * c_.session_timeout);
+                const ms d = length >= 0 ? length
+                             : rng_.chance(50) ? rng_.between(10, c_.liveness_timeout)
+                                               : rng_.between(c_.liveness_timeout, 3 * c_.session_timeout);
                 i.cut_until = now_ + d;
                 note(i.name + " cut off from the coordination log for " + std::to_string(d));
                 break;
@@ -489,8 +547,11 @@ private:
             if (i.handing_over_until) hand_over(i);
             return;
         }
-        if (now_ < c_.fault_until && rng_.chance(c_.fault_percent)) {
+        if (c_.plan.empty() ? now_ < c_.fault_until && rng_.chance(c_.fault_percent) : false) {
             fault(i);
+            if (!i.alive || now_ < i.paused_until || i.leaving) return;
+        } else if (const planned_fault* f = c_.plan.empty() ? nullptr : planned_for(i)) {
+            fault(i, f->kind, f->length);
             if (!i.alive || now_ < i.paused_until || i.leaving) return;
         }
         membership(i);
@@ -866,6 +927,7 @@ private:
     ms last_check_ = 0;
     int faults_ = 0;
     int last_decisions_ = 0;
+    std::set<std::size_t> planned_done_;  // the plan's faults applied
 };
 
 }  // namespace simulation

@@ -65,6 +65,34 @@ TEST_CASE("simulation: five instances, nine tasks, no standby, faults twice as o
     run_seeds(c, env_or("STRATA_SIM_FIRST", 1'000'000), env_or("STRATA_SIM_SEEDS", 5'000));
 }
 
+// A topology's sub-topologies are each a group of its own (coordination
+// topic, leader, leases) whose members share processes: one process's kill,
+// pause, stop or cut hits its member in every group. Two groups run under
+// one plan of process faults, each must keep every invariant; each group's
+// network (what a killed member still had on the wire) is its own.
+TEST_CASE("simulation: a topology of two sub-topologies, two groups over the same three processes, under one plan "
+          "of process faults",
+          "[runtime][simulation][topology]") {
+    simulation::config c;
+    const std::uint64_t first = env_or("STRATA_SIM_FIRST", 2'000'000), count = env_or("STRATA_SIM_SEEDS", 1'000);
+    int faults = 0;
+    for (std::uint64_t seed = first; seed < first + count; ++seed) {
+        c.plan = simulation::plan_faults(seed, c);
+        for (const int group : {0, 1}) {
+            c.tasks = group == 0 ? 4 : 6;  // the sub-topologies' partition counts may differ
+            simulation::world w(seed * 2 + static_cast<std::uint64_t>(group), c);
+            const std::string failure = w.run();
+            faults += w.faults();
+            if (!failure.empty()) {
+                FAIL_CHECK("seed " << seed << ", group " << group << ": " << failure);
+                return;
+            }
+        }
+    }
+    std::cout << count << " plans over two groups, " << faults << " faults applied\n";
+    CHECK(faults > 0);
+}
+
 // A heartbeat on its way when the leader left its member out may land just
 // before the decision: renewed on its delivery report, the member's lease
 // outlives the decision, and it writes beside the task's next owner. Read
