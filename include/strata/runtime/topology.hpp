@@ -251,7 +251,7 @@ public:
     [[nodiscard]] metrics::registry& metrics() noexcept { return *registry_; }
     [[nodiscard]] const application_options& options() const noexcept { return options_; }
 
-    /// @brief The records purge passes deleted so far, in all (counted per cut offset moved).
+    /// @brief How many times a purge pass cut a repartition partition (moved its start) so far.
     [[nodiscard]] std::uint64_t purges() const noexcept { return purges_.load(std::memory_order_relaxed); }
 
 private:
