@@ -74,6 +74,10 @@ TEST_CASE("runtime: a joining instance takes tasks once warm, and a stopping one
     for (const auto& l : c_log) {
         if (l.rfind("restored task=", 0) == 0) last_restore[text_field(l, "task")] = l;
         if (l.rfind("started task=", 0) != 0 || field(l, "assigned_ms") >= stopped_at_ms) continue;
+        // Its own task rebuilt (a write that missed its delivery bound on a
+        // loaded machine rebuilds the instance's tasks from their
+        // changelogs, by design) is not a task taken from a or b.
+        if (text_field(l, "previous_owner") == "c") continue;
         const std::string& r = last_restore[text_field(l, "task")];
         INFO(l << "\n" << r);
         REQUIRE(field(r, "to") >= 500);
