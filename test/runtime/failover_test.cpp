@@ -196,6 +196,15 @@ TEST_CASE("runtime: exactly-once over three instances of two processing threads,
         }
         for (const auto& l : log) CHECK_THAT(l, !Catch::Contains("the copy is rebuilt from the changelog"));
     }
+    // What the survivors started and restored, for a run that found fewer
+    // takeovers than the killed process's two threads held (once in 14 runs).
+    if (taken_over < 2)
+        for (const auto& log : o.survivor_logs) {
+            std::printf("--- a survivor's tasks (instance-1 killed at %lld ms)\n", static_cast<long long>(o.killed_at_ms));
+            for (const auto& l : log)
+                if (l.rfind("started task=", 0) == 0 || l.rfind("restored task=", 0) == 0 || l.rfind("rebalance", 0) == 0)
+                    std::printf("%s\n", l.c_str());
+        }
     CHECK(taken_over >= 2);  // at least one task of each killed thread
     require_output_of_an_uninterrupted_run(o.output_topic, o.written);
 }
